@@ -1,0 +1,43 @@
+"""densewire: embeddings and numeric data between services at memory speed.
+
+One wire spec (SPEC.md) for float32/float16/bfloat16/float64/int8/uint8/binary tensors as strict
+Base64 inside OpenAI-compatible JSON, raw bodies, MessagePack, Protobuf and Arrow; numpy codecs that
+decode without copying the vector data where the buffer allows.
+
+>>> import numpy as np, densewire
+>>> emb = densewire.Embeddings(densewire.Tensor.from_array(np.array([[1.0, -2.5, 0.1]], dtype=np.float32)), "m")
+>>> body, headers = densewire.encode(emb, "msgpack")
+>>> headers["Content-Type"]
+'application/vnd.msgpack'
+>>> densewire.decode(body, "msgpack").tensor.array
+array([[ 1. , -2.5,  0.1]], dtype=float32)
+"""
+
+from ._arrow import decode_arrow, encode_arrow
+from ._base64 import decode_base64, encode_base64
+from ._convert import convert
+from ._errors import (DensewireError, InvalidBase64Error, InvalidFieldError, LengthMismatchError, MalformedError,
+                      NonFiniteError, NotAcceptableError, NotFoundError, PayloadTooLargeError, ShapeMismatchError,
+                      TruncatedError, UnauthorizedError, UnavailableError, UnknownDtypeError,
+                      UnsupportedMediaTypeError, error_class)
+from ._formats import FORMATS, MEDIA_TYPES, decode, detect_format, encode, format_for_media_type
+from ._json import decode_json, encode_json
+from ._msgpack import decode_msgpack, encode_msgpack
+from ._protobuf import decode_protobuf, encode_protobuf
+from ._raw import decode_raw, encode_raw
+from ._tensor import DTYPES, Embeddings, Tensor, Usage, row_bytes
+
+__version__ = "0.1.0"
+SPEC_VERSION = "1.0"
+
+__all__ = [
+    "DTYPES", "FORMATS", "MEDIA_TYPES", "SPEC_VERSION",
+    "Tensor", "Usage", "Embeddings", "row_bytes", "convert",
+    "encode", "decode", "detect_format", "format_for_media_type",
+    "encode_base64", "decode_base64", "encode_json", "decode_json", "encode_raw", "decode_raw",
+    "encode_msgpack", "decode_msgpack", "encode_protobuf", "decode_protobuf", "encode_arrow", "decode_arrow",
+    "DensewireError", "InvalidBase64Error", "LengthMismatchError", "ShapeMismatchError", "UnknownDtypeError",
+    "TruncatedError", "MalformedError", "InvalidFieldError", "NonFiniteError", "UnauthorizedError",
+    "NotFoundError", "PayloadTooLargeError", "UnsupportedMediaTypeError", "NotAcceptableError",
+    "UnavailableError", "error_class",
+]

@@ -1,0 +1,89 @@
+"""The five formats of SPEC.md section 12 behind one encode/decode pair, and media types."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from ._arrow import decode_arrow, encode_arrow
+from ._json import decode_json, encode_json
+from ._msgpack import decode_msgpack, encode_msgpack
+from ._protobuf import decode_protobuf, encode_protobuf
+from ._raw import decode_raw, encode_raw
+from ._tensor import Embeddings, Tensor
+
+__all__ = ["FORMATS", "MEDIA_TYPES", "format_for_media_type", "encode", "decode", "detect_format"]
+
+#: format name -> canonical media type, in the server's order of preference at equal q-values
+MEDIA_TYPES: Final[dict[str, str]] = {
+    "json": "application/json",
+    "raw": "application/octet-stream",
+    "msgpack": "application/vnd.msgpack",
+    "protobuf": "application/protobuf",
+    "arrow": "application/vnd.apache.arrow.stream",
+}
+FORMATS: Final[tuple[str, ...]] = tuple(MEDIA_TYPES)
+_ALIASES: Final[dict[str, str]] = {
+    **{mt: fmt for fmt, mt in MEDIA_TYPES.items()},
+    "application/msgpack": "msgpack",
+    "application/x-msgpack": "msgpack",
+    "application/x-protobuf": "protobuf",
+}
+
+
+def format_for_media_type(media_type: str) -> str | None:
+    """``'application/x-msgpack; charset=x'`` -> ``'msgpack'``; None when not ours."""
+    return _ALIASES.get(media_type.split(";", 1)[0].strip().lower())
+
+
+def encode(emb: Embeddings | Tensor, format: str, *, encoding_format: str = "base64",
+           byteorder: str = "little") -> tuple[bytes | memoryview, dict[str, str]]:
+    """Body and headers (``Content-Type`` included) of ``emb`` in one of :data:`FORMATS`.
+
+    ``encoding_format`` and ``byteorder`` apply to JSON only: binary formats are little-endian.
+    """
+    if isinstance(emb, Tensor):
+        emb = Embeddings(emb)
+    headers = {"Content-Type": MEDIA_TYPES[format] if format in MEDIA_TYPES else ""}
+    if format == "json":
+        return encode_json(emb, encoding_format, byteorder), headers
+    if format == "raw":
+        body, extra = encode_raw(emb)
+        return body, headers | extra
+    if format == "msgpack":
+        return encode_msgpack(emb), headers
+    if format == "protobuf":
+        return encode_protobuf(emb), headers
+    if format == "arrow":
+        return encode_arrow(emb), headers
+    raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+
+
+def decode(body, format: str, headers: Mapping[str, str] | None = None) -> Embeddings:
+    """Decode a body of a known format (``headers`` are needed for raw)."""
+    if format == "json":
+        return decode_json(body)
+    if format == "raw":
+        return decode_raw(body, headers or {})
+    if format == "msgpack":
+        return decode_msgpack(body)
+    if format == "protobuf":
+        return decode_protobuf(body)
+    if format == "arrow":
+        return decode_arrow(body)
+    raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+
+
+def detect_format(body: bytes) -> str | None:
+    """Best guess of a body's format from its first bytes (for ``densewire inspect``); None if unsure."""
+    head = bytes(body[:8])
+    stripped = head.lstrip()
+    if stripped.startswith((b"{", b"[")):
+        return "json"
+    if head.startswith(b"\xff\xff\xff\xff") or head[:4] in (b"ARROW1"[:4],):
+        return "arrow"
+    if head and (0x80 <= head[0] <= 0x8F or head[0] in (0xDE, 0xDF)):
+        return "msgpack"
+    if head and head[0] in (0x08, 0x0A, 0x12):
+        return "protobuf"
+    return None

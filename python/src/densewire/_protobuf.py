@@ -1,0 +1,159 @@
+"""The Protobuf messages of SPEC.md section 9 (proto/densewire/v1/tensor.proto).
+
+A direct proto3 wire reader and writer for these three small messages: the ``data`` field comes
+back as a view over the received body (the protobuf runtime would copy it into a new bytes
+object), and errors carry the offsets SPEC.md prescribes. The output follows the official
+serializers' rules (field order, defaults omitted, packed shape); the tests check both directions
+against the protobuf runtime with classes compiled from the shipped .proto.
+"""
+
+from __future__ import annotations
+
+from ._errors import InvalidFieldError, MalformedError, TruncatedError, UnknownDtypeError
+from ._tensor import DTYPES, Embeddings, Tensor, Usage
+
+__all__ = ["encode_protobuf", "decode_protobuf", "DTYPE_ENUM"]
+
+#: SPEC.md section 2: dtype name -> enum value of densewire.v1.DType
+DTYPE_ENUM = {name: i + 1 for i, name in enumerate(DTYPES)}
+_ENUM_DTYPE = {v: k for k, v in DTYPE_ENUM.items()}
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while v > 0x7F:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _tensor_head(t: Tensor, data_len: int) -> bytes:
+    shape = _varint(t.n) + _varint(t.d)
+    head = b"\x08" + _varint(DTYPE_ENUM[t.dtype]) + b"\x12" + _varint(len(shape)) + shape
+    return head + (b"\x1a" + _varint(data_len) if data_len else b"")
+
+
+def encode_protobuf(emb: Embeddings | Tensor) -> bytes:
+    """A ``Tensor`` message for a bare tensor, an ``EmbeddingsResponse`` for Embeddings."""
+    if isinstance(emb, Tensor):
+        data = emb.to_bytes("little")
+        return b"".join((_tensor_head(emb, len(data)), data))
+    data = emb.tensor.to_bytes("little")
+    head = _tensor_head(emb.tensor, len(data))
+    model = (emb.model or "").encode()
+    parts = [b"\x0a" + _varint(len(model)) + model if model else b"",
+             b"\x12" + _varint(len(head) + len(data)) + head, data]
+    u = emb.usage or Usage()
+    usage = (b"\x08" + _varint(u.prompt_tokens) if u.prompt_tokens else b"") + (
+        b"\x10" + _varint(u.total_tokens) if u.total_tokens else b"")
+    parts.append(b"\x1a" + _varint(len(usage)) + usage)
+    return b"".join(parts)
+
+
+def _read_varint(buf: memoryview, pos: int, base: int = 0) -> tuple[int, int]:
+    start = pos
+    result = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise TruncatedError("body ends inside a varint", offset=base + len(buf))
+        if pos - start == 10:
+            raise MalformedError("varint longer than 10 bytes", offset=base + start)
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _fields(buf: memoryview, base: int = 0):
+    """Yield (number, wire_type, value, tag_offset, value_offset) with offsets from the start of
+    the body (``base`` is where ``buf`` sits in it); value is an int, or a view for wire type 2."""
+    pos = 0
+    while pos < len(buf):
+        tag_at = base + pos
+        tag, pos = _read_varint(buf, pos, base)
+        number, wire = tag >> 3, tag & 7
+        if number == 0:
+            raise MalformedError("field number 0", offset=tag_at)
+        if wire == 0:
+            value, pos = _read_varint(buf, pos, base)
+        elif wire == 2:
+            n, pos = _read_varint(buf, pos, base)
+            if pos + n > len(buf):
+                raise TruncatedError(f"a {n}-byte field runs past the end of the body", offset=base + len(buf))
+            value, pos = buf[pos:pos + n], pos + n
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            if pos + size > len(buf):
+                raise TruncatedError("body ends inside a fixed-size field", offset=base + len(buf))
+            value, pos = buf[pos:pos + size], pos + size
+        else:
+            raise MalformedError(f"unsupported wire type {wire}", offset=tag_at)
+        yield number, wire, value, tag_at, base + pos - (len(value) if wire == 2 else 0)
+
+
+def _expect(wire: int, want: int, name: str, tag_at: int) -> None:
+    if wire != want:
+        raise MalformedError(f"field {name} has wire type {wire}, expected {want}", offset=tag_at)
+
+
+def _decode_tensor(buf: memoryview, base: int = 0) -> Tensor:
+    dtype_value = 0
+    shape: list[int] = []
+    data: memoryview = buf[0:0]
+    for number, wire, value, tag_at, value_at in _fields(buf, base):
+        if number == 1:
+            _expect(wire, 0, "dtype", tag_at)
+            dtype_value = value
+        elif number == 2:
+            if wire == 0:
+                shape.append(value)
+            else:
+                _expect(wire, 2, "shape", tag_at)
+                pos = 0
+                while pos < len(value):
+                    v, pos = _read_varint(value, pos, value_at)
+                    shape.append(v)
+        elif number == 3:
+            _expect(wire, 2, "data", tag_at)
+            data = value
+    if dtype_value == 0:
+        raise InvalidFieldError("missing (DTYPE_UNSPECIFIED)", field="dtype")
+    if dtype_value not in _ENUM_DTYPE:
+        raise UnknownDtypeError(f"unknown DType enum value {dtype_value}", field="dtype")
+    if len(shape) != 2:
+        raise InvalidFieldError(f"must hold two entries [n, d], got {shape}", field="shape")
+    return Tensor.from_bytes(data, _ENUM_DTYPE[dtype_value], (shape[0], shape[1]), field="data")
+
+
+def decode_protobuf(body, message: str = "EmbeddingsResponse") -> Embeddings:
+    """Decode an ``EmbeddingsResponse`` (or a bare ``Tensor`` with ``message="Tensor"``)."""
+    buf = memoryview(body).cast("B") if not isinstance(body, memoryview) or body.format != "B" else body
+    if message == "Tensor":
+        return Embeddings(_decode_tensor(buf))
+    if message != "EmbeddingsResponse":
+        raise ValueError(f"unknown message {message!r}")
+    model, tensor, usage = None, None, None
+    for number, wire, value, tag_at, value_at in _fields(buf):
+        if number == 1:
+            _expect(wire, 2, "model", tag_at)
+            try:
+                model = str(value, "utf-8")
+            except UnicodeDecodeError:
+                raise MalformedError("model is not UTF-8", offset=tag_at) from None
+        elif number == 2:
+            _expect(wire, 2, "embeddings", tag_at)
+            tensor = _decode_tensor(value, base=value_at)
+        elif number == 3:
+            _expect(wire, 2, "usage", tag_at)
+            counts = {1: 0, 2: 0}
+            for n, w, v, at, _ in _fields(value, value_at):
+                if n in counts:
+                    _expect(w, 0, "usage", at)
+                    counts[n] = v
+            usage = Usage(counts[1], counts[2])
+    if tensor is None:
+        raise InvalidFieldError("missing", field="embeddings")
+    return Embeddings(tensor, model, usage)
