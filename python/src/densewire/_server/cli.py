@@ -1,0 +1,142 @@
+"""``densewire serve``: flags (each also a ``DENSEWIRE_*`` variable) and the uvicorn runner."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any, Sequence
+
+from .config import SETTINGS, ServerConfig, config_from_env, config_to_env, env_name, validate
+
+__all__ = ["add_serve_command", "add_serve_arguments", "config_from_args", "run_server", "main",
+           "configure_logging"]
+
+_DESCRIPTION = """\
+Serve embeddings over an OpenAI-compatible HTTP API (POST /v1/embeddings, GET /v1/models),
+answering in JSON, raw bytes, MessagePack, Protobuf or Arrow as the client's Accept asks.
+
+Every flag can also be set by an environment variable: --max-batch-tokens is
+DENSEWIRE_MAX_BATCH_TOKENS, --redis-url is DENSEWIRE_REDIS_URL, and so on. A flag wins over its
+variable. The default address is 127.0.0.1:8000; in a container use --host 0.0.0.0."""
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    for s in SETTINGS:
+        flag = "--" + s.name.replace("_", "-")
+        help_text = f"{s.help} [env {env_name(s.name)}]"
+        if s.flag_type == "bool":
+            parser.add_argument(flag, dest=s.name, action=argparse.BooleanOptionalAction, default=None,
+                                help=help_text)
+        else:
+            parser.add_argument(flag, dest=s.name, type=s.parse, default=None, metavar=s.metavar,
+                                choices=s.choices, help=help_text)
+    parser.add_argument(
+        "--backend-option", dest="backend_option", action="append", default=None, metavar="KEY=VALUE",
+        help="option passed to the backend (repeatable), e.g. model=NAME for 'upstream:URL'; values are "
+             "read as JSON when they parse, else as strings [env DENSEWIRE_BACKEND_OPTIONS as a JSON object]")
+
+
+def _parse_backend_options(items: Sequence[str]) -> dict[str, Any]:
+    import orjson
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise SystemExit(f"densewire serve: --backend-option wants KEY=VALUE, not {item!r}")
+        try:
+            out[key.strip()] = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> ServerConfig:
+    """Defaults, overridden by ``DENSEWIRE_*`` variables, overridden by the flags given."""
+    import orjson
+
+    env = dict(os.environ if environ is None else environ)
+    cfg = config_from_env(env)
+    changes = {s.name: getattr(args, s.name) for s in SETTINGS if getattr(args, s.name, None) is not None}
+    cfg = cfg.replace(**changes)
+    options: dict[str, Any] = {}
+    if env.get("DENSEWIRE_BACKEND_OPTIONS"):
+        loaded = orjson.loads(env["DENSEWIRE_BACKEND_OPTIONS"])
+        if not isinstance(loaded, dict):
+            raise ValueError("DENSEWIRE_BACKEND_OPTIONS must be a JSON object")
+        options.update(loaded)
+    if getattr(args, "backend_option", None):
+        options.update(_parse_backend_options(args.backend_option))
+    return cfg.replace(backend_options=options)
+
+
+def configure_logging(level: str) -> None:
+    lvl = logging.DEBUG if level.lower() == "trace" else getattr(logging, level.upper(), logging.INFO)
+    logger = logging.getLogger("densewire")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    logger.setLevel(lvl)
+
+
+def run_server(cfg: ServerConfig) -> int:
+    """Run uvicorn until SIGINT/SIGTERM (which drains requests in flight), then return 0."""
+    import uvicorn
+
+    validate(cfg)
+    configure_logging(cfg.log_level)
+    common: dict[str, Any] = dict(
+        host=cfg.host, port=cfg.port, log_level=cfg.log_level, access_log=cfg.access_log,
+        timeout_graceful_shutdown=cfg.timeout_graceful_shutdown, timeout_keep_alive=cfg.timeout_keep_alive,
+        lifespan="on", server_header=False, proxy_headers=True, forwarded_allow_ips="127.0.0.1",
+    )
+    if cfg.workers > 1:
+        import orjson
+
+        os.environ.update(config_to_env(cfg))
+        os.environ["DENSEWIRE_BACKEND_OPTIONS"] = orjson.dumps(cfg.backend_options).decode()
+        uvicorn.run("densewire._server.app:app_from_env", factory=True, workers=cfg.workers, **common)
+        return 0
+    from .app import create_app
+
+    app = create_app(cfg)
+    server = uvicorn.Server(uvicorn.Config(app, **common))
+    server.run()
+    return 0 if server.started else 1
+
+
+def _handle(args: argparse.Namespace) -> int:
+    try:
+        cfg = config_from_args(args)
+        validate(cfg)
+    except ValueError as exc:
+        print(f"densewire serve: {exc}", file=sys.stderr)
+        return 2
+    return run_server(cfg)
+
+
+def add_serve_command(subparsers: Any) -> None:
+    """Register ``serve`` on an argparse subparsers object; its handler is ``args.func(args)``."""
+    parser = subparsers.add_parser(
+        "serve", help="serve embeddings over HTTP (OpenAI-compatible, negotiated binary formats)",
+        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_serve_arguments(parser)
+    parser.set_defaults(func=_handle, handler=_handle)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m densewire._server [flags]``: the same as ``densewire serve [flags]``."""
+    parser = argparse.ArgumentParser(prog="densewire serve", description=_DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_serve_arguments(parser)
+    args = parser.parse_args(argv)
+    return _handle(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

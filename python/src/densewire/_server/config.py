@@ -1,0 +1,177 @@
+"""Server settings: one dataclass, filled from command-line flags or ``DENSEWIRE_*`` variables.
+
+Every setting has a flag (``--max-batch-tokens``) and an environment variable made from the flag
+(``DENSEWIRE_MAX_BATCH_TOKENS``). A flag given on the command line wins over the variable, which
+wins over the default. With ``--workers N`` the parent process passes the settings to its workers
+through these variables, so the two paths cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+__all__ = ["ServerConfig", "SETTINGS", "Setting", "config_from_env", "config_to_env", "env_name"]
+
+MiB = 1 << 20
+
+
+def _bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"not a boolean: {text!r} (use true/false)")
+
+
+def _size(text: str) -> int:
+    """An integer byte count, with an optional K/M/G (binary) suffix: ``256M``, ``1G``, ``4096``."""
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    mult = 1
+    if t and t[-1] in "KMG":
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[t[-1]]
+        t = t[:-1]
+    value = int(float(t) * mult)
+    if value < 0:
+        raise ValueError(f"size must not be negative: {text!r}")
+    return value
+
+
+def _opt_str(text: str) -> str | None:
+    return text or None
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str  # the ServerConfig attribute
+    parse: Callable[[str], Any]
+    help: str
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    flag_type: str = "value"  # or "bool" (--x / --no-x)
+
+
+@dataclass
+class ServerConfig:
+    """Everything ``densewire serve`` can be told. Defaults are the documented ones."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    model: str = "minilm"
+    served_model_name: str | None = None
+    workers: int = 1
+    redis_url: str | None = None
+    redis_ttl: int = 7 * 24 * 3600
+    redis_timeout: float = 0.25
+    api_key: str | None = None
+    max_batch_tokens: int = 16384
+    max_batch_wait_ms: float = 2.0
+    max_client_batch_size: int = 2048
+    max_body_bytes: int = 16 * MiB
+    model_threads: int = 1
+    cache_bytes: int = 256 * MiB
+    prewarm: str | None = None
+    prewarm_interval: float = 0.0
+    compress_min_bytes: int = 1024
+    log_level: str = "info"
+    access_log: bool = False
+    timeout_graceful_shutdown: float = 30.0
+    timeout_keep_alive: int = 5
+    backend_options: dict[str, Any] = field(default_factory=dict)
+
+    def replace(self, **changes: Any) -> "ServerConfig":
+        return dataclasses.replace(self, **changes)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("host", str, "address to bind (default 127.0.0.1; use 0.0.0.0 in a container)", "HOST"),
+    Setting("port", int, "port to bind (default 8000)", "PORT"),
+    Setting("model", str, "backend spec: 'minilm' (default, the built-in all-MiniLM-L6-v2), "
+            "'hash:DIM', a model folder, 'st:NAME' or 'upstream:URL'", "SPEC"),
+    Setting("served_model_name", _opt_str, "model id to publish in /v1/models and responses "
+            "(default: the backend's name)", "NAME"),
+    Setting("workers", int, "worker processes, each with its own model and in-process cache "
+            "(default 1)", "N"),
+    Setting("redis_url", _opt_str, "Redis URL for a vector cache shared by replicas, "
+            "e.g. redis://127.0.0.1:6379/0", "URL"),
+    Setting("redis_ttl", int, "seconds a vector stays in Redis (default 604800; 0 = no expiry)", "SECONDS"),
+    Setting("redis_timeout", float, "socket timeout of Redis calls in seconds (default 0.25)", "SECONDS"),
+    Setting("api_key", _opt_str, "require 'Authorization: Bearer KEY' on /v1/* (default: none)", "KEY"),
+    Setting("max_batch_tokens", int, "most tokens in one model call (default 16384)", "N"),
+    Setting("max_batch_wait_ms", float, "how long a model call waits for more inputs when the "
+            "model is idle (default 2)", "MS"),
+    Setting("max_client_batch_size", int, "most inputs in one request (default 2048)", "N"),
+    Setting("max_body_bytes", _size, "largest request body, compressed and decompressed "
+            "(default 16M)", "BYTES"),
+    Setting("model_threads", int, "model calls running at the same time (default 1)", "N"),
+    Setting("cache_bytes", _size, "size of the in-process vector cache (default 256M; 0 = off)", "BYTES"),
+    Setting("prewarm", _opt_str, "file of texts, one a line, embedded into the cache at start", "FILE"),
+    Setting("prewarm_interval", float, "re-run the pre-warm every SECONDS (default 0 = only at start)",
+            "SECONDS"),
+    Setting("compress_min_bytes", _size, "compress responses from this size on (default 1024)", "BYTES"),
+    Setting("log_level", str, "log level (default info)", "LEVEL",
+            choices=("critical", "error", "warning", "info", "debug", "trace")),
+    Setting("access_log", _bool, "log every request (default off)", flag_type="bool"),
+    Setting("timeout_graceful_shutdown", float, "seconds to drain requests on shutdown (default 30)",
+            "SECONDS"),
+    Setting("timeout_keep_alive", int, "seconds an idle keep-alive connection stays open (default 5)",
+            "SECONDS"),
+)
+
+
+def env_name(setting_name: str) -> str:
+    return "DENSEWIRE_" + setting_name.upper()
+
+
+def config_from_env(environ: Mapping[str, str] | None = None, base: ServerConfig | None = None) -> ServerConfig:
+    """A config whose fields come from ``DENSEWIRE_*`` variables where set, else from ``base``."""
+    env = os.environ if environ is None else environ
+    cfg = base or ServerConfig()
+    changes: dict[str, Any] = {}
+    for s in SETTINGS:
+        raw = env.get(env_name(s.name))
+        if raw is None:
+            continue
+        try:
+            changes[s.name] = s.parse(raw)
+        except ValueError as exc:
+            raise ValueError(f"{env_name(s.name)}={raw!r}: {exc}") from None
+    return cfg.replace(**changes)
+
+
+def config_to_env(cfg: ServerConfig) -> dict[str, str]:
+    """The ``DENSEWIRE_*`` variables that reproduce ``cfg`` (for worker processes)."""
+    out: dict[str, str] = {}
+    for s in SETTINGS:
+        value = getattr(cfg, s.name)
+        if value is None:
+            out[env_name(s.name)] = ""
+        elif isinstance(value, bool):
+            out[env_name(s.name)] = "true" if value else "false"
+        else:
+            out[env_name(s.name)] = str(value)
+    return out
+
+
+def validate(cfg: ServerConfig) -> None:
+    """Raise ValueError naming the setting when a value is out of range."""
+    checks = (
+        ("port", 0 <= cfg.port <= 65535, "must be in [0, 65535]"),
+        ("workers", cfg.workers >= 1, "must be at least 1"),
+        ("max_batch_tokens", cfg.max_batch_tokens >= 1, "must be at least 1"),
+        ("max_batch_wait_ms", cfg.max_batch_wait_ms >= 0, "must not be negative"),
+        ("max_client_batch_size", cfg.max_client_batch_size >= 1, "must be at least 1"),
+        ("max_body_bytes", cfg.max_body_bytes >= 1, "must be at least 1"),
+        ("model_threads", cfg.model_threads >= 1, "must be at least 1"),
+        ("prewarm_interval", cfg.prewarm_interval >= 0, "must not be negative"),
+        ("redis_ttl", cfg.redis_ttl >= 0, "must not be negative"),
+        ("redis_timeout", cfg.redis_timeout > 0, "must be positive"),
+    )
+    for name, ok, why in checks:
+        if not ok:
+            raise ValueError(f"--{name.replace('_', '-')} {why} (got {getattr(cfg, name)!r})")
+    if cfg.prewarm_interval and not cfg.prewarm:
+        raise ValueError("--prewarm-interval needs --prewarm FILE")

@@ -1,0 +1,297 @@
+"""The embedding service behind the HTTP layer: backend, micro-batcher, caches, pre-warm.
+
+``Embedder.embed_texts`` returns the float32 matrix the server answers with. For each distinct
+text it looks in the in-process LRU, then in Redis (one MGET for all), then joins a model call
+already computing that text for another request, and only then queues it for a new model call.
+Vectors are cut to ``dimensions`` and L2-normalised (as OpenAI does) before they are cached, so
+a key is (model, dimensions, text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from densewire import InvalidFieldError, UnavailableError
+
+from .batcher import MicroBatcher
+from .cache import MemoryCache, RedisCache, redis_key
+from .config import ServerConfig
+from .metrics import Metrics
+
+__all__ = ["Embedder", "reduce_dimensions"]
+
+log = logging.getLogger("densewire.server")
+
+
+def reduce_dimensions(vectors: np.ndarray, dims: int | None) -> np.ndarray:
+    """Keep the first ``dims`` columns and L2-normalise each row (rows of zeros stay zero).
+
+    ``dims`` None returns the vectors as the model gave them.
+    """
+    if dims is None:
+        return vectors
+    cut = np.ascontiguousarray(vectors[:, :dims], dtype=np.float32)
+    norms = np.sqrt(np.einsum("ij,ij->i", cut, cut, dtype=np.float64)).astype(np.float32)
+    norms[norms == 0] = 1.0
+    return cut / norms[:, None]
+
+
+class Embedder:
+    def __init__(self, backend: Any, cfg: ServerConfig, metrics: Metrics, cpu_pool: ThreadPoolExecutor) -> None:
+        self.backend = backend
+        self.cfg = cfg
+        self.metrics = metrics
+        self.model_id: str = cfg.served_model_name or backend.name
+        self.aliases = {self.model_id, backend.name, cfg.model}
+        self.dimensions = int(backend.dimensions)
+        self.max_tokens = int(backend.max_tokens)
+        self.cpu_pool = cpu_pool
+        self.memory = MemoryCache(cfg.cache_bytes)
+        self.redis: RedisCache | None = None
+        if cfg.redis_url:
+            self.redis = RedisCache(cfg.redis_url, ttl=cfg.redis_ttl, timeout=cfg.redis_timeout,
+                                    on_state=self._redis_state)
+        self._model_pool = ThreadPoolExecutor(cfg.model_threads, thread_name_prefix="densewire-model")
+        self.batcher = MicroBatcher(
+            backend.embed, self._model_pool,
+            max_batch_tokens=cfg.max_batch_tokens, max_wait=cfg.max_batch_wait_ms / 1000.0,
+            concurrency=cfg.model_threads, metrics=metrics,
+        )
+        # text -> (future of a chunk's native vectors, row in the chunk) while a model call runs
+        self._inflight: dict[str, tuple[asyncio.Future, int]] = {}
+        self._prewarm_task: asyncio.Task[None] | None = None
+        self.prewarm_state: dict[str, Any] = {"file": cfg.prewarm, "texts": 0, "runs": 0, "last_seconds": None}
+
+    def _redis_state(self, up: bool) -> None:
+        self.metrics.redis_up.set(1 if up else 0)
+        if not up:
+            self.metrics.redis_errors.inc()
+
+    @property
+    def redis_status(self) -> str:
+        if self.redis is None:
+            return "disabled"
+        return "up" if self.redis.up else "down"
+
+    # -- lifecycle -----------------------------------------------------------
+    async def start(self) -> None:
+        self.batcher.start()
+        if self.redis is not None:
+            await self.redis.start()
+        if self.cfg.prewarm:
+            await self.prewarm()
+            if self.cfg.prewarm_interval > 0:
+                self._prewarm_task = asyncio.get_running_loop().create_task(self._prewarm_loop())
+
+    async def close(self) -> None:
+        if self._prewarm_task is not None:
+            self._prewarm_task.cancel()
+            try:
+                await self._prewarm_task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
+        await self.batcher.close()
+        if self.redis is not None:
+            await self.redis.close()
+        self._model_pool.shutdown(wait=True, cancel_futures=True)
+        close = getattr(self.backend, "close", None)
+        if close is not None:
+            close()
+
+    # -- helpers -------------------------------------------------------------
+    async def in_cpu_pool(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.cpu_pool, fn, *args)
+
+    async def count_tokens(self, texts: list[str]) -> list[int]:
+        """Untruncated token counts; in the CPU pool for large inputs."""
+        if len(texts) <= 16 and sum(map(len, texts)) < 8192:
+            return list(self.backend.count_tokens(texts))
+        return list(await self.in_cpu_pool(self.backend.count_tokens, texts))
+
+    def _update_cache_gauges(self) -> None:
+        self.metrics.cache_bytes.set(self.memory.bytes)
+        self.metrics.cache_entries.set(len(self.memory))
+
+    # -- embedding -----------------------------------------------------------
+    async def embed_texts(self, texts: list[str], tokens: list[int], dims: int | None,
+                          *, refresh: bool = False) -> np.ndarray:
+        """float32 ``(len(texts), dims or native)``; ``refresh`` rewrites every vector to Redis."""
+        d = dims or self.dimensions
+        kd = dims or 0  # cache key: 0 = the model's own vectors, k = cut to k and renormalised
+        out = np.empty((len(texts), d), dtype=np.float32)
+        where: dict[str, list[int]] = {}
+        tok_of: dict[str, int] = {}
+        for i, t in enumerate(texts):
+            rows = where.get(t)
+            if rows is None:
+                where[t] = [i]
+                tok_of[t] = tokens[i]
+            else:
+                rows.append(i)
+
+        missing: list[str] = []
+        found: dict[str, np.ndarray] = {}
+        mem = self.memory
+        use_mem = mem.max_bytes > 0
+        for t in where:
+            v = mem.get((kd, t)) if use_mem else None
+            if v is None and kd and use_mem:
+                native = mem.get((0, t))  # the model's vector is there: cut it instead of recomputing
+                if native is not None:
+                    v = reduce_dimensions(native[None, :], dims)[0]
+                    mem.put((kd, t), v)
+            if v is None:
+                missing.append(t)
+            else:
+                found[t] = v
+        hits_mem = len(found)
+        if hits_mem:
+            self.metrics.cache_hits.labels("memory").inc(hits_mem)
+
+        if missing and self.redis is not None and self.redis.up:
+            keys = [redis_key(self.model_id, kd, t) for t in missing]
+            values = await self.redis.get_many(keys)
+            if values is not None:
+                still: list[str] = []
+                nbytes = 4 * d
+                hits = 0
+                for t, raw in zip(missing, values):
+                    if raw is not None and len(raw) == nbytes:
+                        v = np.frombuffer(raw, dtype="<f4")
+                        found[t] = v
+                        if use_mem:
+                            mem.put((kd, t), v)
+                        hits += 1
+                    else:
+                        still.append(t)
+                missing = still
+                if hits:
+                    self.metrics.cache_hits.labels("redis").inc(hits)
+
+        computed: dict[str, np.ndarray] = {}
+        if missing:
+            joined: list[tuple[str, asyncio.Future, int]] = []
+            new: list[str] = []
+            for t in missing:
+                entry = self._inflight.get(t)
+                if entry is not None:
+                    joined.append((t, entry[0], entry[1]))
+                else:
+                    new.append(t)
+            if joined:
+                self.metrics.cache_hits.labels("inflight").inc(len(joined))
+            if new:
+                self.metrics.cache_misses.inc(len(new))
+                chunks = self.batcher.submit(new, [tok_of[t] for t in new])
+                for fut, start, stop in chunks:
+                    for j in range(start, stop):
+                        self._inflight[new[j]] = (fut, j - start)
+                    fut.add_done_callback(
+                        lambda _f, keys=new[start:stop]: [self._inflight.pop(k, None) for k in keys]
+                    )
+                    for j in range(start, stop):
+                        joined.append((new[j], fut, j - start))
+            futures = list({id(f): f for _, f, _ in joined}.values())
+            await asyncio.gather(*(asyncio.shield(f) for f in futures))
+            names = [t for t, _, _ in joined]
+            native = np.stack([f.result()[row] for _, f, row in joined]) if joined else \
+                np.zeros((0, self.dimensions), np.float32)
+            if native.shape[1] != self.dimensions:
+                raise UnavailableError(
+                    f"the model returned {native.shape[1]} dimensions, not {self.dimensions}")
+            native = native.astype(np.float32, copy=False)
+            reduced = reduce_dimensions(native, dims)
+            for i, (t, v) in enumerate(zip(names, reduced)):
+                computed[t] = v
+                if use_mem:
+                    mem.put((kd, t), v)
+                    if kd:
+                        mem.put((0, t), native[i])
+            found.update(computed)
+
+        if self.redis is not None and self.redis.up:
+            store = found if refresh else computed
+            if store:
+                await self.redis.put_many(
+                    (redis_key(self.model_id, kd, t), np.asarray(v, dtype="<f4").tobytes())
+                    for t, v in store.items()
+                )
+        if use_mem:
+            self._update_cache_gauges()
+
+        for t, rows in where.items():
+            v = found[t]
+            if len(rows) == 1:
+                out[rows[0]] = v
+            else:
+                out[rows] = v
+        return out
+
+    async def embed_token_ids(self, ids: list[list[int]], dims: int | None) -> np.ndarray:
+        """Embed token-id inputs (not cached: they are rare and model-specific)."""
+        self.metrics.cache_misses.inc(len(ids))
+        loop = asyncio.get_running_loop()
+        t0 = time.perf_counter()
+        try:
+            native = await loop.run_in_executor(self._model_pool, self.backend.embed_tokens, ids)
+        except (ValueError, TypeError) as exc:
+            raise InvalidFieldError(f"input: {exc}", field="input") from None
+        except NotImplementedError as exc:
+            raise InvalidFieldError(
+                f"input: the model {self.model_id} does not accept token ids ({exc})", field="input"
+            ) from None
+        except Exception as exc:  # noqa: BLE001
+            log.exception("model call on %d token inputs failed", len(ids))
+            raise UnavailableError(f"the model failed: {type(exc).__name__}: {exc}") from None
+        self.metrics.model_seconds.observe(time.perf_counter() - t0)
+        self.metrics.batch_size.observe(len(ids))
+        self.metrics.batch_tokens.observe(sum(len(s) for s in ids))
+        return reduce_dimensions(np.asarray(native, dtype=np.float32), dims)
+
+    # -- pre-warm ------------------------------------------------------------
+    @staticmethod
+    def read_prewarm_file(path: str) -> list[str]:
+        """Non-empty lines of a UTF-8 file, without their line ends, each once."""
+        text = Path(path).read_text(encoding="utf-8")
+        seen: dict[str, None] = {}
+        for line in text.splitlines():
+            if line.strip():
+                seen.setdefault(line, None)
+        return list(seen)
+
+    async def prewarm(self) -> int:
+        """Embed every text of the pre-warm file into the caches (and refresh them in Redis)."""
+        path = self.cfg.prewarm
+        assert path is not None
+        t0 = time.perf_counter()
+        texts = await self.in_cpu_pool(self.read_prewarm_file, path)
+        step = max(1, min(1024, self.cfg.max_client_batch_size))
+        for i in range(0, len(texts), step):
+            part = texts[i:i + step]
+            counts = await self.count_tokens(part)
+            await self.embed_texts(part, counts, None, refresh=True)
+        elapsed = time.perf_counter() - t0
+        self.prewarm_state.update(texts=len(texts), runs=self.prewarm_state["runs"] + 1,
+                                  last_seconds=round(elapsed, 3))
+        self.metrics.prewarm_texts.set(len(texts))
+        self.metrics.prewarm_runs.inc()
+        log.info("pre-warmed %d texts from %s in %.2f s", len(texts), os.path.basename(path), elapsed)
+        return len(texts)
+
+    async def _prewarm_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.cfg.prewarm_interval)
+            try:
+                await self.prewarm()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - keep refreshing on the next tick
+                log.exception("pre-warm refresh failed")

@@ -1,0 +1,144 @@
+"""Content negotiation (SPEC.md section 12): ``Accept`` with q-values, the ``format`` override,
+and ``Accept-Encoding`` for response compression.
+
+Pure functions over header strings, so that any ASGI framework can use them.
+"""
+
+from __future__ import annotations
+
+from densewire import FORMATS, MEDIA_TYPES, NotAcceptableError, format_for_media_type
+
+__all__ = [
+    "negotiate_format",
+    "negotiate_encoding",
+    "parse_accept",
+    "ENCODINGS",
+    "VARY",
+    "supported_media_types",
+]
+
+#: Response codings in the server's order of preference (SPEC.md section 12).
+ENCODINGS = ("zstd", "br", "gzip")
+VARY = "Accept, Accept-Encoding"
+
+
+def supported_media_types() -> list[str]:
+    return [MEDIA_TYPES[f] for f in FORMATS]
+
+
+def _parse_q(params: list[str]) -> float | None:
+    """The q of a list of ``name=value`` parameters: 1.0 if absent, None if malformed."""
+    for p in params:
+        name, _, value = p.partition("=")
+        if name.strip().lower() == "q":
+            try:
+                q = float(value.strip())
+            except ValueError:
+                return None
+            if not 0.0 <= q <= 1.0 or value.strip().lower() in ("nan", "inf"):
+                return None
+            return q
+    return 1.0
+
+
+def parse_accept(header: str) -> list[tuple[str, str, float]]:
+    """``[(type, subtype, q)]`` from an ``Accept`` value; malformed ranges are left out."""
+    out: list[tuple[str, str, float]] = []
+    for part in header.split(","):
+        pieces = part.split(";")
+        rng = pieces[0].strip().lower()
+        if not rng:
+            continue
+        typ, slash, sub = rng.partition("/")
+        if not slash or not typ or not sub:
+            continue
+        q = _parse_q(pieces[1:])
+        if q is None:
+            continue
+        out.append((typ.strip(), sub.strip(), q))
+    return out
+
+
+def _q_for(fmt: str, ranges: list[tuple[str, str, float]]) -> float | None:
+    """q-value given to ``fmt`` by the most specific matching range (None: no range matches)."""
+    best_level, best_q = 0, None
+    canonical_type = MEDIA_TYPES[fmt].split("/", 1)[0]
+    for typ, sub, q in ranges:
+        if typ == "*" and sub == "*":
+            level = 1
+        elif sub == "*":
+            level = 2 if typ == canonical_type else 0
+        else:
+            level = 3 if format_for_media_type(f"{typ}/{sub}") == fmt else 0
+        if level == 0:
+            continue
+        if level > best_level:
+            best_level, best_q = level, q
+        elif level == best_level and best_q is not None and q > best_q:
+            best_q = q
+    return best_q
+
+
+def negotiate_format(accept: str | None, format_param: str | None = None) -> str:
+    """The response format for a request.
+
+    ``format_param`` (the ``format`` query parameter) overrides ``Accept``; an unknown value is a
+    ``NotAcceptableError`` (406) on the field ``format``.
+    No ``Accept``, an empty one, or ``*/*`` means JSON. Among equal q-values the order of
+    ``densewire.FORMATS`` decides. Raises ``NotAcceptableError`` when nothing fits.
+    """
+    supported = ", ".join(supported_media_types())
+    if format_param is not None:
+        fmt = format_param.strip().lower()
+        if fmt in FORMATS:
+            return fmt
+        raise NotAcceptableError(
+            f"format {format_param!r} is not supported; use one of {', '.join(FORMATS)} "
+            f"(media types: {supported})",
+            field="format",
+        )
+    if accept is None or not accept.strip():
+        return FORMATS[0]
+    ranges = parse_accept(accept)
+    best_fmt, best_q = None, 0.0
+    for fmt in FORMATS:
+        q = _q_for(fmt, ranges)
+        if q is not None and q > best_q:
+            best_fmt, best_q = fmt, q
+    if best_fmt is None:
+        raise NotAcceptableError(
+            f"none of the media types in Accept ({accept.strip()[:200]}) can be served; "
+            f"supported: {supported}",
+            field="Accept",
+        )
+    return best_fmt
+
+
+def negotiate_encoding(accept_encoding: str | None) -> str | None:
+    """The content coding for a response (``zstd``, ``br``, ``gzip``) or None for identity."""
+    if not accept_encoding:
+        return None
+    qs: dict[str, float] = {}
+    for part in accept_encoding.split(","):
+        pieces = part.split(";")
+        name = pieces[0].strip().lower()
+        if not name:
+            continue
+        q = _parse_q(pieces[1:])
+        if q is None:
+            continue
+        if name == "x-gzip":
+            name = "gzip"
+        qs[name] = max(q, qs.get(name, 0.0)) if name in qs else q
+    star = qs.get("*")
+    best, best_q = None, 0.0
+    for enc in ENCODINGS:
+        q = qs.get(enc, star)
+        if q is not None and q > best_q:
+            best, best_q = enc, q
+    if best is None:
+        return None
+    identity_q = qs.get("identity")
+    if identity_q is not None and identity_q > best_q:
+        return None
+    return best

@@ -1,0 +1,212 @@
+"""The OpenAPI 3.0 document of the server, written by hand to match the handlers exactly.
+
+``tests/test_server_openapi.py`` runs schemathesis against it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from densewire import FORMATS, MEDIA_TYPES
+
+from .request import SERVED_DTYPES
+
+__all__ = ["build_openapi"]
+
+_BINARY = {"schema": {"type": "string", "format": "binary"}}
+_ALIASES = ("application/msgpack", "application/x-msgpack", "application/x-protobuf")
+
+
+def _error_response(description: str) -> dict[str, Any]:
+    return {"description": description,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}}
+
+
+def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: int, api_key: bool) -> dict[str, Any]:
+    max_dims = dimensions or 65536
+    text = {"type": "string", "minLength": 1}
+    token_ids = {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}}
+    request_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["input"],
+        "properties": {
+            "input": {
+                "description": "a text, an array of texts, an array of token ids, or an array of arrays of "
+                               "token ids; at most max inputs, none empty",
+                "anyOf": [
+                    text,
+                    {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": text},
+                    token_ids,
+                    {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": token_ids},
+                ],
+            },
+            "model": {"type": "string", "description": "model id from GET /v1/models; default: the served model"
+                      + (f" ({model_id})" if model_id else "")},
+            "encoding_format": {"type": "string", "enum": ["float", "base64"], "default": "float"},
+            "dimensions": {"type": "integer", "minimum": 1, "maximum": max_dims,
+                           "description": "cut each vector to this many dimensions, then L2-normalise"},
+            "user": {"type": "string", "description": "accepted and ignored"},
+            "dtype": {"type": "string", "enum": list(SERVED_DTYPES), "default": "float32"},
+            "byteorder": {"type": "string", "enum": ["little", "big"], "default": "little",
+                          "description": "byte order of Base64 strings; 'big' only with JSON and "
+                                         "encoding_format base64"},
+            "truncate": {"type": "boolean", "default": True,
+                         "description": "cut inputs longer than the model's maximum tokens; false: 422"},
+        },
+    }
+    embedding_item = {
+        "type": "object",
+        "required": ["object", "index", "embedding"],
+        "properties": {
+            "object": {"type": "string", "enum": ["embedding"]},
+            "index": {"type": "integer", "minimum": 0},
+            "embedding": {"anyOf": [{"type": "array", "items": {"type": "number"}}, {"type": "string"}]},
+        },
+    }
+    usage = {"type": "object", "required": ["prompt_tokens", "total_tokens"],
+             "properties": {"prompt_tokens": {"type": "integer", "minimum": 0},
+                            "total_tokens": {"type": "integer", "minimum": 0}}}
+    response_schema = {
+        "type": "object",
+        "required": ["object", "data", "model", "usage"],
+        "properties": {
+            "object": {"type": "string", "enum": ["list"]},
+            "data": {"type": "array", "items": embedding_item},
+            "model": {"type": "string"},
+            "usage": usage,
+            "dtype": {"type": "string", "enum": list(SERVED_DTYPES)},
+            "byteorder": {"type": "string", "enum": ["little", "big"]},
+            "dimensions": {"type": "integer", "minimum": 1},
+        },
+    }
+    error_envelope = {
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": {
+            "type": "object",
+            "required": ["message", "type", "param", "code"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string", "enum": ["invalid_request_error", "server_error"]},
+                "param": {"type": "string", "nullable": True},
+                "code": {"type": "string"},
+                "offset": {"type": "integer", "nullable": True},
+            },
+        }},
+    }
+    model_card = {
+        "type": "object",
+        "required": ["id", "object", "created", "owned_by"],
+        "properties": {"id": {"type": "string"}, "object": {"type": "string", "enum": ["model"]},
+                       "created": {"type": "integer"}, "owned_by": {"type": "string"},
+                       "dimensions": {"type": "integer"}, "max_tokens": {"type": "integer"}},
+    }
+    vary = {"Vary": {"description": "always 'Accept, Accept-Encoding'", "schema": {"type": "string"}}}
+    ok_content: dict[str, Any] = {"application/json": {"schema": {"$ref": "#/components/schemas/EmbeddingsResponse"}}}
+    for fmt in FORMATS[1:]:
+        ok_content[MEDIA_TYPES[fmt]] = _BINARY
+    for alias in _ALIASES:
+        ok_content[alias] = _BINARY
+    auth_errors = {"401": _error_response("missing or wrong API key")} if api_key else {}
+    security = [{"bearer": []}] if api_key else []
+
+    doc: dict[str, Any] = {
+        "openapi": "3.0.3",
+        "info": {
+            "title": "densewire embeddings server",
+            "version": "1.0",
+            "description": "OpenAI-compatible embeddings with densewire's binary formats (SPEC.md sections "
+                           "6 and 12). Responses are negotiated by Accept among " +
+                           ", ".join(MEDIA_TYPES[f] for f in FORMATS) + "; errors are always the JSON "
+                           "error envelope.",
+        },
+        "paths": {
+            "/v1/embeddings": {"post": {
+                "operationId": "createEmbeddings",
+                "security": security,
+                "parameters": [{
+                    "name": "format", "in": "query", "required": False,
+                    "description": "overrides Accept",
+                    "schema": {"type": "string", "enum": list(FORMATS)},
+                }],
+                "requestBody": {"required": True, "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/EmbeddingsRequest"}}}},
+                "responses": {
+                    "200": {"description": "the embeddings, in the negotiated format", "headers": vary,
+                            "content": ok_content},
+                    "400": _error_response("malformed body or unknown dtype"),
+                    **auth_errors,
+                    "404": _error_response("unknown model"),
+                    "406": _error_response("no acceptable media type"),
+                    "413": _error_response("body (or decompressed body) too large"),
+                    "415": _error_response("unsupported Content-Type or Content-Encoding"),
+                    "422": _error_response("a field is missing, of the wrong type, out of range or unknown"),
+                    "503": _error_response("the model is not ready or failed"),
+                },
+            }},
+            "/v1/models": {"get": {
+                "operationId": "listModels",
+                "security": security,
+                "responses": {
+                    "200": {"description": "the served model", "content": {"application/json": {"schema": {
+                        "type": "object", "required": ["object", "data"],
+                        "properties": {"object": {"type": "string", "enum": ["list"]},
+                                       "data": {"type": "array",
+                                                "items": {"$ref": "#/components/schemas/Model"}}}}}}},
+                    **auth_errors,
+                    "503": _error_response("the model is not ready"),
+                },
+            }},
+            "/v1/models/{model_id}": {"get": {
+                "operationId": "retrieveModel",
+                "security": security,
+                "parameters": [{"name": "model_id", "in": "path", "required": True,
+                                "schema": {"type": "string"}}],
+                "responses": {
+                    "200": {"description": "the model", "content": {"application/json": {
+                        "schema": {"$ref": "#/components/schemas/Model"}}}},
+                    **auth_errors,
+                    "404": _error_response("unknown model"),
+                    "503": _error_response("the model is not ready"),
+                },
+            }},
+            "/health": {"get": {
+                "operationId": "health",
+                "security": [],
+                "responses": {
+                    "200": {"description": "ready", "content": {"application/json": {"schema": {
+                        "type": "object", "required": ["status"],
+                        "properties": {"status": {"type": "string"}, "model": {"type": "string"},
+                                       "dimensions": {"type": "integer"},
+                                       "redis": {"type": "string", "enum": ["up", "down", "disabled"]}}}}}},
+                    "503": {"description": "loading or shutting down", "content": {"application/json": {
+                        "schema": {"type": "object"}}}},
+                },
+            }},
+            "/metrics": {"get": {
+                "operationId": "metrics",
+                "security": [],
+                "responses": {"200": {"description": "Prometheus text exposition",
+                                      "content": {"text/plain": {"schema": {"type": "string"}}}}},
+            }},
+            "/openapi.json": {"get": {
+                "operationId": "openapi",
+                "security": [],
+                "responses": {"200": {"description": "this document",
+                                      "content": {"application/json": {"schema": {"type": "object"}}}}},
+            }},
+        },
+        "components": {
+            "schemas": {
+                "EmbeddingsRequest": request_schema,
+                "EmbeddingsResponse": response_schema,
+                "ErrorEnvelope": error_envelope,
+                "Model": model_card,
+            },
+        },
+    }
+    if api_key:
+        doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+        doc["security"] = [{"bearer": []}]
+    return doc
