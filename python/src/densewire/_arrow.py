@@ -50,7 +50,10 @@ def encode_arrow(emb: Embeddings | Tensor) -> bytes:
         inner = _value_type(pa, t.dtype)
         values = pa.Array.from_buffers(inner, t.n * t.d, [None, data])
         typ = pa.list_(pa.field("item", inner, nullable=False), t.d)
-        column = pa.FixedSizeListArray.from_arrays(values, type=typ)
+        if t.d:
+            column = pa.FixedSizeListArray.from_arrays(values, type=typ)
+        else:  # from_arrays divides by the list size: pyarrow 26 dies of SIGFPE on d = 0
+            column = pa.FixedSizeListArray.from_buffers(typ, t.n, [None], children=[values])
     schema = pa.schema([pa.field("embedding", typ, nullable=False, metadata={"densewire.dtype": t.dtype})],
                        metadata=meta)
     sink = pa.BufferOutputStream()
@@ -62,12 +65,16 @@ def encode_arrow(emb: Embeddings | Tensor) -> bytes:
 def decode_arrow(body) -> Embeddings:
     """Decode a stream with an ``embedding`` column; the tensor is a view over ``body``."""
     pa = _pyarrow()
+    size = memoryview(body).nbytes
     try:
         reader = pa.ipc.open_stream(pa.py_buffer(body))
         batches = list(reader)
-    except pa.ArrowInvalid as exc:
-        cls = TruncatedError if "expected" in str(exc).lower() and "got" in str(exc).lower() else MalformedError
-        raise cls(f"not a readable Arrow IPC stream: {exc}", offset=len(memoryview(body))) from None
+    except (pa.ArrowException, OSError) as exc:  # pyarrow reports short reads as "Expected to read ..."
+        short = "expected to" in str(exc).lower() or "end of stream" in str(exc).lower()
+        cls = TruncatedError if short else MalformedError
+        raise cls(f"not a readable Arrow IPC stream: {exc}", offset=size if short else None) from None
+    if not batches:
+        raise TruncatedError("the Arrow stream ends before its record batch", offset=size)
     schema = reader.schema
     meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
     if "embedding" not in schema.names:

@@ -136,6 +136,7 @@ def _build_phi_table(half_width: int = 6, per_unit: int = 2048) -> tuple[np.ndar
 _PHI_HALF, _PHI_PER_UNIT = 6, 2048
 _PHI_BASE, _PHI_SLOPE = _build_phi_table(_PHI_HALF, _PHI_PER_UNIT)
 _PHI_OFFSET = _PHI_HALF * _PHI_PER_UNIT + 1
+_PHI_CLIP = _F32((_PHI_HALF + 1) * _PHI_PER_UNIT)
 
 
 class GeluScratch:
@@ -169,9 +170,11 @@ def gelu(x: np.ndarray, out: np.ndarray | None = None, scratch: GeluScratch | No
     cdf = scratch.cdf[:n].reshape(shape)
     base = scratch.base[:n].reshape(shape)
     np.multiply(x, _F32(_PHI_PER_UNIT), out=frac)
+    np.clip(frac, -_PHI_CLIP, _PHI_CLIP, out=frac)  # far tails: flat table ends
     np.floor(frac, out=flo)
     frac -= flo  # position inside the knot interval, exact
-    np.copyto(idx, flo, casting="unsafe")
+    with np.errstate(invalid="ignore"):  # NaN inputs: any index, NaN result
+        np.copyto(idx, flo, casting="unsafe")
     idx += _PHI_OFFSET
     np.take(_PHI_SLOPE, idx, out=cdf, mode="clip")  # clip: outside = flat ends
     cdf *= frac

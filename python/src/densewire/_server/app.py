@@ -133,7 +133,7 @@ def _check_content_type(value: str | None) -> None:
     if media == "application/json" or (media.startswith("application/") and media.endswith("+json")):
         return
     raise UnsupportedMediaTypeError(
-        f"request Content-Type {value[:100]!r} is not supported; send application/json",
+        f"{value[:100]!r} is not supported; send application/json",
         field="Content-Type")
 
 
@@ -158,12 +158,11 @@ async def embeddings(request: Request) -> Response:
         req = parse() if len(body) < _THREAD_PARSE_BYTES else await emb_service.in_cpu_pool(parse)
         if req.model is not None and req.model not in emb_service.aliases:
             raise NotFoundError(
-                f"model {req.model!r} is not served here; this server serves {emb_service.model_id!r}",
+                f"{req.model!r} is not served here; this server serves {emb_service.model_id!r}",
                 field="model")
-        if req.byteorder == "big" and not (fmt == "json" and req.encoding_format == "base64"):
-            raise InvalidFieldError(
-                "byteorder 'big' applies only to JSON responses with encoding_format 'base64'; "
-                "binary bodies are always little-endian", field="byteorder")
+        byteorder = req.byteorder if fmt == "json" and req.encoding_format == "base64" else "little"
+        # SPEC.md 6.1: byteorder is only meaningful for Base64 strings; numbers and binary bodies are
+        # little-endian always, and their responses say so (byteorder field, Densewire-Byteorder)
         max_tokens = emb_service.max_tokens
         if req.texts is not None:
             counts = await emb_service.count_tokens(req.texts)
@@ -173,7 +172,7 @@ async def embeddings(request: Request) -> Response:
             for i, c in enumerate(counts):
                 if c > max_tokens:
                     raise InvalidFieldError(
-                        f"input[{i}] has {c} tokens, more than the model's maximum of {max_tokens}; "
+                        f"{c} tokens, more than the model's maximum of {max_tokens}; "
                         f"shorten it or send truncate: true", field=f"input[{i}]")
         prompt_tokens = sum(min(c, max_tokens) for c in counts)
         if req.texts is not None:
@@ -186,7 +185,7 @@ async def embeddings(request: Request) -> Response:
             tensor = convert(tensor, req.dtype)
         emb = Embeddings(tensor, model=emb_service.model_id, usage=Usage(prompt_tokens, prompt_tokens))
         render = partial(render_embeddings, emb, fmt, encoding_format=req.encoding_format,
-                         byteorder=req.byteorder, content_encoding=content_encoding,
+                         byteorder=byteorder, content_encoding=content_encoding,
                          compress_min_bytes=st.cfg.compress_min_bytes)
         if vectors.size >= _THREAD_ENCODE_ELEMENTS:
             out, headers = await emb_service.in_cpu_pool(render)
@@ -234,7 +233,7 @@ async def model(request: Request) -> Response:
         e = st.require_embedder()
         wanted = request.path_params["model_id"]
         if wanted not in e.aliases:
-            raise NotFoundError(f"model {wanted!r} is not served here; this server serves {e.model_id!r}",
+            raise NotFoundError(f"{wanted!r} is not served here; this server serves {e.model_id!r}",
                                 field="model")
         response = _json(_model_card(e, int(st.started_at)))
     except DensewireError as err:
@@ -262,12 +261,21 @@ async def metrics(request: Request) -> Response:
     return Response(st.metrics.render(), 200, media_type=CONTENT_TYPE_LATEST)
 
 
+def _vocab_size(backend: Any) -> int | None:
+    for attr in ("vocab_size", "_vocab"):
+        v = getattr(backend, attr, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    return None
+
+
 async def openapi(request: Request) -> Response:
     st = _state(request)
     e = st.embedder
     doc = build_openapi(
         model_id=e.model_id if e else None, dimensions=e.dimensions if e else None,
         max_inputs=st.cfg.max_client_batch_size, api_key=st.cfg.api_key is not None,
+        vocab_size=_vocab_size(e.backend) if e else None,
     )
     return _json(doc)
 

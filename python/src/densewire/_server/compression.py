@@ -112,7 +112,7 @@ def _decoder(encoding: str, limit: int) -> _Gunzip | _Unzstd | None:
     if enc == "zstd":
         return _Unzstd(limit)
     raise UnsupportedMediaTypeError(
-        f"Content-Encoding {encoding.strip()[:100]!r} is not supported; use gzip, zstd or none",
+        f"{encoding.strip()[:100]!r} is not supported; use gzip, zstd or none",
         field="Content-Encoding",
     )
 

@@ -243,10 +243,10 @@ class Embedder:
         try:
             native = await loop.run_in_executor(self._model_pool, self.backend.embed_tokens, ids)
         except (ValueError, TypeError) as exc:
-            raise InvalidFieldError(f"input: {exc}", field="input") from None
+            raise InvalidFieldError(str(exc), field="input") from None
         except NotImplementedError as exc:
             raise InvalidFieldError(
-                f"input: the model {self.model_id} does not accept token ids ({exc})", field="input"
+                f"the model {self.model_id} does not accept token ids ({exc})", field="input"
             ) from None
         except Exception as exc:  # noqa: BLE001
             log.exception("model call on %d token inputs failed", len(ids))

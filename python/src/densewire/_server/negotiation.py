@@ -93,7 +93,7 @@ def negotiate_format(accept: str | None, format_param: str | None = None) -> str
         if fmt in FORMATS:
             return fmt
         raise NotAcceptableError(
-            f"format {format_param!r} is not supported; use one of {', '.join(FORMATS)} "
+            f"{format_param!r} is not supported; use one of {', '.join(FORMATS)} "
             f"(media types: {supported})",
             field="format",
         )

@@ -22,10 +22,35 @@ def _error_response(description: str) -> dict[str, Any]:
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}}
 
 
-def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: int, api_key: bool) -> dict[str, Any]:
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """Optional fields also accept null (meaning: the default), as many OpenAI clients send it."""
+    out = dict(schema, nullable=True)
+    if "enum" in out:
+        out["enum"] = [*out["enum"], None]
+    return out
+
+
+def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: int, api_key: bool,
+                  vocab_size: int | None = None) -> dict[str, Any]:
     max_dims = dimensions or 65536
     text = {"type": "string", "minLength": 1}
-    token_ids = {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}}
+    token_ids = {"type": "array", "minItems": 1,
+                 "items": {"type": "integer", "minimum": 0, "maximum": (vocab_size or (1 << 32)) - 1}}
+    optional = {
+        "model": {"type": "string", "description": "model id from GET /v1/models; default: the served model"
+                  + (f" ({model_id})" if model_id else "")},
+        "encoding_format": {"type": "string", "enum": ["float", "base64"], "default": "float"},
+        "dimensions": {"type": "integer", "minimum": 1, "maximum": max_dims,
+                       "description": "cut each vector to this many dimensions, then L2-normalise"},
+        "user": {"type": "string", "description": "accepted and ignored"},
+        "dtype": {"type": "string", "enum": list(SERVED_DTYPES), "default": "float32"},
+        "byteorder": {"type": "string", "enum": ["little", "big"], "default": "little",
+                      "description": "byte order of Base64 strings in JSON; numbers and binary bodies "
+                                     "are little-endian whatever is asked"},
+        "truncate": {"type": "boolean", "default": True,
+                     "description": "cut inputs longer than the model's maximum tokens; false: such an "
+                                    "input is a 422 error"},
+    }
     request_schema = {
         "type": "object",
         "additionalProperties": False,
@@ -41,18 +66,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                     {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": token_ids},
                 ],
             },
-            "model": {"type": "string", "description": "model id from GET /v1/models; default: the served model"
-                      + (f" ({model_id})" if model_id else "")},
-            "encoding_format": {"type": "string", "enum": ["float", "base64"], "default": "float"},
-            "dimensions": {"type": "integer", "minimum": 1, "maximum": max_dims,
-                           "description": "cut each vector to this many dimensions, then L2-normalise"},
-            "user": {"type": "string", "description": "accepted and ignored"},
-            "dtype": {"type": "string", "enum": list(SERVED_DTYPES), "default": "float32"},
-            "byteorder": {"type": "string", "enum": ["little", "big"], "default": "little",
-                          "description": "byte order of Base64 strings; 'big' only with JSON and "
-                                         "encoding_format base64"},
-            "truncate": {"type": "boolean", "default": True,
-                         "description": "cut inputs longer than the model's maximum tokens; false: 422"},
+            **{name: _nullable(schema) for name, schema in optional.items()},
         },
     }
     embedding_item = {
@@ -162,7 +176,8 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                 "operationId": "retrieveModel",
                 "security": security,
                 "parameters": [{"name": "model_id", "in": "path", "required": True,
-                                "schema": {"type": "string"}}],
+                                "schema": {"type": "string", "minLength": 1},
+                                **({"example": model_id} if model_id else {})}],
                 "responses": {
                     "200": {"description": "the model", "content": {"application/json": {
                         "schema": {"$ref": "#/components/schemas/Model"}}}},

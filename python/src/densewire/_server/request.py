@@ -55,39 +55,39 @@ def _is_int(v: Any) -> bool:
 
 def _token_list(v: list[Any], field: str) -> list[int]:
     if not v:
-        raise InvalidFieldError(f"{field} must not be an empty list of token ids", field=field)
+        raise InvalidFieldError("must not be an empty list of token ids", field=field)
     for j, tok in enumerate(v):
         if not _is_int(tok):
             raise InvalidFieldError(
-                f"{field}[{j}] must be a token id (an integer), not {_type_name(tok)}", field=f"{field}[{j}]")
+                f"must be a token id (an integer), not {_type_name(tok)}", field=f"{field}[{j}]")
         if tok < 0 or tok > 0xFFFFFFFF:
-            raise InvalidFieldError(f"{field}[{j}] is {tok}, not a valid token id", field=f"{field}[{j}]")
+            raise InvalidFieldError(f"{tok} is not a valid token id", field=f"{field}[{j}]")
     return v
 
 
 def _parse_input(value: Any, max_inputs: int) -> tuple[list[str] | None, list[list[int]] | None]:
     if isinstance(value, str):
         if not value:
-            raise InvalidFieldError("input must not be an empty string", field="input")
+            raise InvalidFieldError("must not be an empty string", field="input")
         return [value], None
     if not isinstance(value, list):
         raise InvalidFieldError(
-            f"input must be a string, an array of strings, an array of token ids or an array of "
+            f"must be a string, an array of strings, an array of token ids or an array of "
             f"arrays of token ids, not {_type_name(value)}", field="input")
     if not value:
-        raise InvalidFieldError("input must not be an empty array", field="input")
+        raise InvalidFieldError("must not be an empty array", field="input")
     if len(value) > max_inputs:
         raise InvalidFieldError(
-            f"input has {len(value)} items; at most {max_inputs} are allowed per request", field="input")
+            f"{len(value)} items; at most {max_inputs} are allowed per request", field="input")
     first = value[0]
     if isinstance(first, str):
         for i, item in enumerate(value):
             if not isinstance(item, str):
                 raise InvalidFieldError(
-                    f"input[{i}] must be a string like the other items, not {_type_name(item)}",
+                    f"must be a string like the other items, not {_type_name(item)}",
                     field=f"input[{i}]")
             if not item:
-                raise InvalidFieldError(f"input[{i}] must not be an empty string", field=f"input[{i}]")
+                raise InvalidFieldError("must not be an empty string", field=f"input[{i}]")
         return value, None
     if _is_int(first):
         return None, [_token_list(value, "input")]
@@ -96,12 +96,12 @@ def _parse_input(value: Any, max_inputs: int) -> tuple[list[str] | None, list[li
         for i, item in enumerate(value):
             if not isinstance(item, list):
                 raise InvalidFieldError(
-                    f"input[{i}] must be an array of token ids like the other items, not {_type_name(item)}",
+                    f"must be an array of token ids like the other items, not {_type_name(item)}",
                     field=f"input[{i}]")
             out.append(_token_list(item, f"input[{i}]"))
         return None, out
     raise InvalidFieldError(
-        f"input[0] must be a string, a token id or an array of token ids, not {_type_name(first)}",
+        f"must be a string, a token id or an array of token ids, not {_type_name(first)}",
         field="input[0]")
 
 
@@ -116,41 +116,41 @@ def parse_embeddings_request(body: bytes, *, max_inputs: int, native_dimensions:
     for key in doc:
         if key not in REQUEST_FIELDS:
             raise InvalidFieldError(
-                f"unknown field {key!r}; the accepted fields are {', '.join(REQUEST_FIELDS)}", field=key)
+                f"unknown field; the accepted fields are {', '.join(REQUEST_FIELDS)}", field=key)
     if "input" not in doc:
-        raise InvalidFieldError("input is required", field="input")
+        raise InvalidFieldError("is required", field="input")
     texts, token_ids = _parse_input(doc["input"], max_inputs)
 
     model = doc.get("model")
     if model is not None and not isinstance(model, str):
-        raise InvalidFieldError(f"model must be a string, not {_type_name(model)}", field="model")
+        raise InvalidFieldError(f"must be a string, not {_type_name(model)}", field="model")
 
     encoding_format = doc.get("encoding_format", "float")
     if encoding_format is None:
         encoding_format = "float"
     if encoding_format not in ("float", "base64"):
         raise InvalidFieldError(
-            f"encoding_format must be 'float' or 'base64', not {encoding_format!r}", field="encoding_format")
+            f"must be 'float' or 'base64', not {encoding_format!r}", field="encoding_format")
 
     dimensions = doc.get("dimensions")
     if dimensions is not None:
         if not _is_int(dimensions):
             raise InvalidFieldError(
-                f"dimensions must be an integer, not {_type_name(dimensions)}", field="dimensions")
+                f"must be an integer, not {_type_name(dimensions)}", field="dimensions")
         if not 1 <= dimensions <= native_dimensions:
             raise InvalidFieldError(
-                f"dimensions must be between 1 and {native_dimensions} (the model's), not {dimensions}",
+                f"must be between 1 and {native_dimensions} (the model's), not {dimensions}",
                 field="dimensions")
 
     user = doc.get("user")
     if user is not None and not isinstance(user, str):
-        raise InvalidFieldError(f"user must be a string, not {_type_name(user)}", field="user")
+        raise InvalidFieldError(f"must be a string, not {_type_name(user)}", field="user")
 
     dtype = doc.get("dtype", "float32")
     if dtype is None:
         dtype = "float32"
     if not isinstance(dtype, str):
-        raise InvalidFieldError(f"dtype must be a string, not {_type_name(dtype)}", field="dtype")
+        raise InvalidFieldError(f"must be a string, not {_type_name(dtype)}", field="dtype")
     if dtype not in ALL_DTYPES:
         raise UnknownDtypeError(
             f"unknown dtype {dtype!r}; the server answers in {', '.join(SERVED_DTYPES)}", field="dtype")
@@ -163,13 +163,13 @@ def parse_embeddings_request(body: bytes, *, max_inputs: int, native_dimensions:
     if byteorder is None:
         byteorder = "little"
     if byteorder not in ("little", "big"):
-        raise InvalidFieldError(f"byteorder must be 'little' or 'big', not {byteorder!r}", field="byteorder")
+        raise InvalidFieldError(f"must be 'little' or 'big', not {byteorder!r}", field="byteorder")
 
     truncate = doc.get("truncate", True)
     if truncate is None:
         truncate = True
     if not isinstance(truncate, bool):
-        raise InvalidFieldError(f"truncate must be a boolean, not {_type_name(truncate)}", field="truncate")
+        raise InvalidFieldError(f"must be a boolean, not {_type_name(truncate)}", field="truncate")
 
     return EmbeddingsRequest(
         texts=texts, token_ids=token_ids, model=model, encoding_format=encoding_format,

@@ -1,0 +1,89 @@
+"""Deterministic pseudo-embeddings of any dimension, for tests and benchmarks.
+
+The vector of a text depends on the text and the dimension only: a PCG64
+generator is seeded from the 128-bit BLAKE2b digest of the UTF-8 text, draws
+``dimensions`` standard normals (float32), and the result is L2-normalised,
+so vectors are unit length and uniformly spread over the sphere. The first
+``k`` components of a text's vector before normalisation are the same for
+every dimension >= k (a cheap Matryoshka-like property).
+
+Tokens are whitespace-separated words: ``count_tokens`` returns
+``len(text.split())``, and :meth:`HashBackend.embed` keeps only the first
+``max_tokens`` words of a longer text (joined by single spaces). Token-id
+inputs hash the id sequence (in a separate domain from texts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from .base import Backend, check_ids, check_texts, empty_result, whitespace_token_counts
+
+__all__ = ["HashBackend"]
+
+_TEXT_DOMAIN = b"densewire-text"  # BLAKE2b personalisation (<= 16 bytes)
+_IDS_DOMAIN = b"densewire-ids"
+MAX_HASH_DIMENSIONS = 1 << 16
+
+
+def _seed(data: bytes, domain: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(data, digest_size=16, person=domain).digest(), "little")
+
+
+class HashBackend(Backend):
+    """Pseudo-embeddings from hashing; no model, instant, any dimension.
+
+    Args:
+        dimensions: output dimension, 1..65536.
+        name: model id served (default ``hash-{dimensions}``).
+        max_tokens: longest input in whitespace words; longer inputs are cut.
+    """
+
+    def __init__(self, dimensions: int, name: str | None = None, *, max_tokens: int = 8192) -> None:
+        if isinstance(dimensions, bool) or not isinstance(dimensions, (int, np.integer)):
+            raise ValueError(f"hash backend dimensions must be an integer, not {dimensions!r}")
+        if not 1 <= dimensions <= MAX_HASH_DIMENSIONS:
+            raise ValueError(f"hash backend dimensions must be in 1..{MAX_HASH_DIMENSIONS}, not {dimensions}")
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be positive, not {max_tokens}")
+        self.dimensions = int(dimensions)
+        self.name = name or f"hash-{self.dimensions}"
+        self.max_tokens = int(max_tokens)
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Whitespace-separated words per text."""
+        check_texts(texts)
+        return whitespace_token_counts(texts)
+
+    def _truncate(self, text: str) -> str:
+        # a text of L characters has at most (L + 1) // 2 words: skip the split when short
+        if (len(text) + 1) // 2 <= self.max_tokens:
+            return text
+        words = text.split()
+        return text if len(words) <= self.max_tokens else " ".join(words[: self.max_tokens])
+
+    def _fill(self, seeds: list[int]) -> np.ndarray:
+        out = np.empty((len(seeds), self.dimensions), dtype=np.float32)
+        for row, seed in zip(out, seeds):
+            np.random.Generator(np.random.PCG64(seed)).standard_normal(dtype=np.float32, out=row)
+        norms = np.sqrt(np.einsum("ij,ij->i", out, out))
+        out /= np.maximum(norms, np.float32(1e-30))[:, None]
+        return out
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        check_texts(texts)
+        if not texts:
+            return empty_result(self.dimensions)
+        return self._fill([_seed(self._truncate(t).encode("utf-8"), _TEXT_DOMAIN) for t in texts])
+
+    def embed_tokens(self, ids: list[list[int]]) -> np.ndarray:
+        check_ids(ids)
+        if not ids:
+            return empty_result(self.dimensions)
+        seeds = [
+            _seed(np.asarray(list(seq)[: self.max_tokens], dtype="<i8").tobytes(), _IDS_DOMAIN)
+            for seq in ids
+        ]
+        return self._fill(seeds)

@@ -1,0 +1,113 @@
+"""Backend wrapping ``sentence_transformers.SentenceTransformer`` (optional).
+
+Serves any model sentence-transformers can load (a local folder, or a name
+already in the local Hugging Face cache), with torch on CPU or GPU. The
+package is imported only when this backend is built.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+
+from .base import Backend, check_ids, check_texts, empty_result
+
+__all__ = ["SentenceTransformerBackend", "import_sentence_transformers"]
+
+_INSTALL_HINT = "pip install sentence-transformers"
+
+
+def import_sentence_transformers() -> Any:
+    """The sentence_transformers module, or ImportError naming the pip command."""
+    try:
+        return importlib.import_module("sentence_transformers")
+    except ImportError as exc:
+        raise ImportError(
+            "the 'st:' backend needs the sentence-transformers package (and torch), "
+            f"which is not installed: `{_INSTALL_HINT}`; or serve the built-in numpy "
+            "runtime on the model folder instead (spec: the folder path)"
+        ) from exc
+
+
+class SentenceTransformerBackend(Backend):
+    """Embeddings from ``SentenceTransformer.encode``.
+
+    Args:
+        model_name_or_path: what ``SentenceTransformer(...)`` accepts.
+        name: model id served (default: ``model_name_or_path``).
+        device: torch device, e.g. ``"cpu"`` or ``"cuda"`` (default: its choice).
+        batch_size: encode() batch size.
+        max_tokens: override the model's ``max_seq_length``.
+        model_kwargs: extra keyword arguments for ``SentenceTransformer``.
+    """
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        name: str | None = None,
+        *,
+        device: str | None = None,
+        batch_size: int = 32,
+        max_tokens: int | None = None,
+        model_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        st = import_sentence_transformers()
+        self._model = st.SentenceTransformer(model_name_or_path, device=device, **(model_kwargs or {}))
+        if max_tokens is not None:
+            self._model.max_seq_length = int(max_tokens)
+        self.max_tokens = int(self._model.max_seq_length)
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or getattr(
+            self._model, "get_sentence_embedding_dimension"
+        )
+        dim = get_dim()
+        if dim is None:  # some pipelines cannot tell before running
+            dim = int(self._encode(["dimension probe"]).shape[1])
+        self.dimensions = int(dim)
+        self.name = name or str(model_name_or_path)
+        self._batch_size = int(batch_size)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        out = self._model.encode(
+            list(texts),
+            batch_size=getattr(self, "_batch_size", 32),
+            convert_to_numpy=True,
+            normalize_embeddings=False,  # a Normalize module in the pipeline still applies
+            show_progress_bar=False,
+        )
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Tokens per text as the model's tokenizer counts them, with special tokens."""
+        check_texts(texts)
+        if not texts:
+            return []
+        enc = self._model.tokenizer(list(texts), add_special_tokens=True, truncation=False)
+        return [len(ids) for ids in enc["input_ids"]]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        check_texts(texts)
+        if not texts:
+            return empty_result(self.dimensions)
+        return self._encode(texts)
+
+    def embed_tokens(self, ids: list[list[int]]) -> np.ndarray:
+        """Embed token ids (without special tokens; they are added here)."""
+        check_ids(ids)
+        if not ids:
+            return empty_result(self.dimensions)
+        import torch
+
+        tok = self._model.tokenizer
+        room = max(self.max_tokens - tok.num_special_tokens_to_add(pair=False), 0)
+        outs = []
+        for start in range(0, len(ids), self._batch_size):
+            seqs = [tok.build_inputs_with_special_tokens([int(t) for t in s][:room])
+                    for s in ids[start:start + self._batch_size]]
+            batch = tok.pad({"input_ids": seqs}, padding=True, return_tensors="pt")
+            features = {k: v.to(self._model.device) for k, v in batch.items()}
+            with torch.inference_mode():
+                emb = self._model(features)["sentence_embedding"]
+            outs.append(emb.float().cpu().numpy())
+        return np.ascontiguousarray(np.concatenate(outs), dtype=np.float32)

@@ -1,0 +1,261 @@
+"""Backend that forwards to another OpenAI-compatible embeddings server.
+
+Works with anything that serves ``POST /v1/embeddings`` the OpenAI way: text
+embeddings inference (TEI), vLLM, Infinity, OpenAI itself. Requests ask for
+``encoding_format: "base64"`` (little-endian float32); responses that ignore
+that and send float lists are accepted too. Vectors are written by their
+``index`` into one preallocated ``(n, d)`` float32 array.
+
+Notes:
+    * ``count_tokens`` cannot ask the upstream (the API has no such call): it
+      approximates tokens by whitespace-separated words.
+    * Truncation is the upstream's business: texts are sent as they are
+      (some servers need e.g. ``extra_body={"truncate": True}``).
+    * ``dimensions`` is learnt from the first response when not given; reading
+      it before any request sends one short probe request.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, Sequence
+
+import numpy as np
+
+from .base import Backend, check_ids, check_texts, empty_result, whitespace_token_counts
+
+try:  # both are densewire dependencies, but keep working without them
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None  # type: ignore[assignment]
+try:
+    import pybase64 as _b64
+except ImportError:  # pragma: no cover
+    _b64 = None  # type: ignore[assignment]
+
+__all__ = ["UpstreamBackend", "UpstreamError", "embeddings_url"]
+
+_INSTALL_HINT = "pip install httpx"
+
+
+class UpstreamError(RuntimeError):
+    """The upstream server failed or answered something unusable.
+
+    Attributes:
+        status: the upstream's HTTP status, or None when no response came
+            (connection refused, timeout).
+        message: the upstream's error message (or a description).
+        url: the endpoint that was called.
+    """
+
+    def __init__(self, status: int | None, message: str, url: str = "") -> None:
+        self.status = status
+        self.message = message
+        self.url = url
+        where = f" from {url}" if url else ""
+        prefix = f"upstream returned HTTP {status}" if status is not None else "upstream request failed"
+        super().__init__(f"{prefix}{where}: {message}")
+
+
+def embeddings_url(base_url: str) -> str:
+    """``{base}/v1/embeddings`` for a base URL given with or without ``/v1``."""
+    base = base_url.strip().rstrip("/")
+    for suffix in ("/v1/embeddings", "/v1"):
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+            break
+    return f"{base}/v1/embeddings"
+
+
+def _dumps(obj: Any) -> bytes:
+    if _orjson is not None:
+        return _orjson.dumps(obj)
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _loads(data: bytes) -> Any:
+    return _orjson.loads(data) if _orjson is not None else json.loads(data)
+
+
+def _b64decode(text: str) -> bytes:
+    if _b64 is not None:
+        return _b64.b64decode(text)
+    return base64.b64decode(text)
+
+
+def _error_message(content: bytes, reason: str) -> str:
+    """The message of an OpenAI-, TEI- or FastAPI-style error body."""
+    try:
+        body = _loads(content)
+    except ValueError:
+        text = content.decode("utf-8", "replace").strip()
+        return text[:1000] or reason
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        for key in ("error", "detail", "message"):
+            if body.get(key):
+                value = body[key]
+                return value if isinstance(value, str) else json.dumps(value)
+    return json.dumps(body)[:1000]
+
+
+class UpstreamBackend(Backend):
+    """Embeddings from a remote OpenAI-compatible ``/v1/embeddings`` endpoint.
+
+    Args:
+        base_url: e.g. ``http://127.0.0.1:8080`` or ``https://api.openai.com/v1``.
+        model: the model id sent upstream.
+        api_key: sent as ``Authorization: Bearer ...`` when given.
+        timeout: seconds for connect/read/write of one request.
+        name: model id served by densewire (default: ``model``).
+        dimensions: expected dimension (default: learnt from the first answer).
+        max_tokens: advertised input limit (whitespace words, see module doc).
+        batch_size: most inputs sent in one upstream request.
+        max_connections: size of the connection pool.
+        extra_body: extra JSON fields for every request.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        *,
+        name: str | None = None,
+        dimensions: int | None = None,
+        max_tokens: int = 8192,
+        batch_size: int = 512,
+        max_connections: int = 16,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
+        try:
+            import httpx
+        except ImportError as exc:
+            raise ImportError(f"the upstream backend needs httpx: `{_INSTALL_HINT}`") from exc
+        if not model:
+            raise ValueError("the upstream backend needs a model id (model=...)")
+        if not base_url.strip().lower().startswith(("http://", "https://")):
+            raise ValueError(f"upstream base_url must be an http(s) URL, not {base_url!r}")
+        if dimensions is not None and dimensions < 1:
+            raise ValueError(f"dimensions must be positive, not {dimensions}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, not {batch_size}")
+        self._httpx = httpx
+        self.url = embeddings_url(base_url)
+        self.model = model
+        self.name = name or model
+        self.max_tokens = int(max_tokens)
+        self._dimensions = int(dimensions) if dimensions is not None else None
+        self._batch_size = int(batch_size)
+        self._extra = dict(extra_body or {})
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self._client = httpx.Client(
+            headers=headers,
+            timeout=httpx.Timeout(timeout),
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+        )
+
+    @property
+    def dimensions(self) -> int:  # type: ignore[override]
+        if self._dimensions is None:
+            self.embed(["dimension probe"])
+        assert self._dimensions is not None
+        return self._dimensions
+
+    def close(self) -> None:
+        self._client.close()
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Approximation: whitespace-separated words per text."""
+        check_texts(texts)
+        return whitespace_token_counts(texts)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        check_texts(texts)
+        return self._run(list(texts))
+
+    def embed_tokens(self, ids: list[list[int]]) -> np.ndarray:
+        check_ids(ids)
+        return self._run([[int(t) for t in seq] for seq in ids])
+
+    # -- requests ----------------------------------------------------------
+    def _run(self, inputs: list[Any]) -> np.ndarray:
+        if not inputs:
+            return empty_result(self._dimensions or 0)
+        out: np.ndarray | None = None
+        if self._dimensions is not None:
+            out = np.empty((len(inputs), self._dimensions), dtype=np.float32)
+        for start in range(0, len(inputs), self._batch_size):
+            chunk = inputs[start:start + self._batch_size]
+            status, data = self._post(chunk)
+            out = self._decode_into(out, status, data, start, len(inputs))
+        assert out is not None
+        return out
+
+    def _post(self, chunk: list[Any]) -> tuple[int, Sequence[Any]]:
+        body = {"model": self.model, "input": chunk, "encoding_format": "base64", **self._extra}
+        httpx = self._httpx
+        try:
+            resp = self._client.post(self.url, content=_dumps(body))
+        except httpx.TimeoutException as exc:
+            raise UpstreamError(None, f"timed out ({type(exc).__name__})", self.url) from exc
+        except httpx.HTTPError as exc:
+            raise UpstreamError(None, f"{type(exc).__name__}: {exc}", self.url) from exc
+        if resp.status_code >= 400:
+            raise UpstreamError(resp.status_code, _error_message(resp.content, resp.reason_phrase), self.url)
+        try:
+            payload = _loads(resp.content)
+            data = payload["data"]
+            if not isinstance(data, list):
+                raise TypeError("'data' is not a list")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UpstreamError(resp.status_code, f"malformed embeddings response: {exc}", self.url) from exc
+        if len(data) != len(chunk):
+            raise UpstreamError(
+                resp.status_code, f"sent {len(chunk)} inputs but got {len(data)} embeddings", self.url
+            )
+        return resp.status_code, data
+
+    def _decode_into(
+        self, out: np.ndarray | None, status: int, data: Sequence[Any], start: int, total: int
+    ) -> np.ndarray:
+        count = len(data)
+        seen = np.zeros(count, dtype=bool)
+        for pos, item in enumerate(data):
+            try:
+                index = int(item.get("index", pos))
+                emb = item["embedding"]
+            except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                raise UpstreamError(status, f"malformed embedding item {pos}: {exc!r}", self.url) from exc
+            if not 0 <= index < count or seen[index]:
+                raise UpstreamError(status, f"bad or repeated embedding index {index} (batch of {count})", self.url)
+            seen[index] = True
+            if isinstance(emb, str):
+                try:
+                    raw = _b64decode(emb)
+                except ValueError as exc:
+                    raise UpstreamError(status, f"embedding {index}: invalid base64: {exc}", self.url) from exc
+                if len(raw) % 4:
+                    raise UpstreamError(status, f"embedding {index}: {len(raw)} bytes is not whole float32s", self.url)
+                vec = np.frombuffer(raw, dtype="<f4")
+            elif isinstance(emb, list):
+                vec = np.asarray(emb, dtype=np.float32)
+            else:
+                raise UpstreamError(status, f"embedding {index} is neither base64 text nor a list", self.url)
+            if out is None:
+                if vec.ndim != 1 or vec.size == 0:
+                    raise UpstreamError(status, f"embedding {index} is empty or not a vector", self.url)
+                self._dimensions = int(vec.size)
+                out = np.empty((total, vec.size), dtype=np.float32)
+            if vec.shape != (out.shape[1],):
+                raise UpstreamError(
+                    status, f"embedding {index} has {vec.size} values, expected {out.shape[1]}", self.url
+                )
+            out[start + index] = vec
+        return out

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def tensor_pb2(tmp_path_factory):
+    """Message classes compiled from the shipped proto/densewire/v1/tensor.proto by protoc (grpcio-tools)."""
+    from grpc_tools import protoc
+
+    out = tmp_path_factory.mktemp("pb")
+    status = protoc.main(["protoc", f"-I{REPO / 'proto'}", f"--python_out={out}", str(REPO / "proto/densewire/v1/tensor.proto")])
+    assert status == 0, "protoc failed on proto/densewire/v1/tensor.proto"
+    return _load(out)
+
+
+def _load(out: Path):
+    spec = importlib.util.spec_from_file_location("densewire_v1_tensor_pb2", out / "densewire/v1/tensor_pb2.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,69 @@
+"""The default model (all-MiniLM-L6-v2, numpy runtime) end to end through the server, compared with
+the vectors sentence-transformers computed (tests/data/minilm-reference.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import numpy as np
+import openai
+import pytest
+
+import densewire
+from server_support import ServerProcess
+
+REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm-reference.json").read_text(encoding="utf-8"))
+TEXTS = [item["text"] for item in REFERENCE["items"]]
+EXPECTED = np.stack([np.frombuffer(bytes.fromhex(item["embedding_f32le_hex"]), dtype="<f4")
+                     for item in REFERENCE["items"]])
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ServerProcess() as s:  # no --model: the default
+        yield s
+
+
+def _check(got: np.ndarray) -> None:
+    assert got.shape == EXPECTED.shape
+    cos = np.einsum("ij,ij->i", got.astype(np.float64), EXPECTED) / (
+        np.linalg.norm(got, axis=1) * np.linalg.norm(EXPECTED, axis=1))
+    assert cos.min() >= 0.9999, cos
+    assert np.abs(got - EXPECTED).max() <= 1e-4
+
+
+def test_models_endpoint(server) -> None:
+    card = httpx.get(server.url + "/v1/models").json()["data"][0]
+    assert card["id"] == REFERENCE["model"]
+    assert card["dimensions"] == REFERENCE["dims"] == 384
+
+
+def test_raw_matches_reference(server) -> None:
+    r = httpx.post(server.url + "/v1/embeddings", json={"input": TEXTS, "model": REFERENCE["model"]},
+                   headers={"Accept": "application/octet-stream"}, timeout=120)
+    assert r.status_code == 200, r.text
+    emb = densewire.decode(r.content, "raw", r.headers)
+    assert emb.model == REFERENCE["model"]
+    assert emb.usage.prompt_tokens > len(TEXTS)
+    _check(emb.tensor.array)
+
+
+def test_openai_sdk_matches_reference(server) -> None:
+    with openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=120) as c:
+        resp = c.embeddings.create(model="minilm", input=TEXTS)  # the spec alias is accepted too
+        _check(np.array([d.embedding for d in resp.data], dtype=np.float32))
+        one = c.embeddings.create(model=REFERENCE["model"], input=TEXTS[0], encoding_format="float")
+        _check_one = np.array(one.data[0].embedding, dtype=np.float32)
+        assert np.abs(_check_one - EXPECTED[0]).max() <= 1e-4
+
+
+def test_truncate_false_counts_real_tokens(server) -> None:
+    long = "embeddings " * 400
+    r = httpx.post(server.url + "/v1/embeddings", json={"input": ["ok", long], "truncate": False}, timeout=60)
+    assert r.status_code == 422
+    assert r.json()["error"]["param"] == "input[1]"
+    r = httpx.post(server.url + "/v1/embeddings", json={"input": ["ok", long]}, timeout=60)
+    assert r.status_code == 200
+    assert r.json()["usage"]["prompt_tokens"] <= 256 + 3

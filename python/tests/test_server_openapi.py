@@ -1,0 +1,53 @@
+"""schemathesis against /openapi.json: no 5xx, and responses that match the document."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from server_support import ServerProcess
+
+KEY = "schemathesis-key"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ServerProcess("--model", "hash:24", "--api-key", KEY, "--max-client-batch-size", "64",
+                       "--max-body-bytes", "256K") as s:
+        yield s
+
+
+def test_document_shape(server) -> None:
+    doc = httpx.get(server.url + "/openapi.json").json()
+    assert doc["openapi"] == "3.0.3"
+    assert doc["components"]["schemas"]["EmbeddingsRequest"]["additionalProperties"] is False
+    assert set(doc["paths"]) == {"/v1/embeddings", "/v1/models", "/v1/models/{model_id}", "/health",
+                                 "/metrics", "/openapi.json"}
+
+
+def _schemathesis() -> list[str]:
+    exe = Path(sys.executable).with_name("schemathesis")
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("schemathesis")
+    assert found, "schemathesis is not installed (pip install schemathesis)"
+    return [found]
+
+
+def test_schemathesis_finds_nothing(server, tmp_path) -> None:
+    cmd = [*_schemathesis(), "run", server.url + "/openapi.json",
+           "--checks", "all", "--max-examples", "40", "--seed", "20261121", "--workers", "1",
+           "--header", f"Authorization: Bearer {KEY}", "--request-timeout", "20",
+           "--suppress-health-check", "filter_too_much"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_TELEMETRY": "false"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-8000:]
+    assert "passed" in out
+    assert "Traceback" not in server.log_text()
