@@ -43,9 +43,11 @@ def b64decode_strict(text: str | bytes | memoryview) -> bytes:
     if isinstance(text, str):
         try:
             text = text.encode("ascii")
-        except UnicodeEncodeError as exc:
-            raise InvalidBase64Error(f"invalid Base64 character {text[exc.start]!r} at offset {exc.start}",
-                                     offset=exc.start) from None
+        except UnicodeEncodeError:  # one '?' per character keeps offsets; report the real character
+            err = _locate_error(text.encode("ascii", "replace"))
+            assert err is not None and err.offset is not None
+            raise InvalidBase64Error(f"invalid Base64 character {text[err.offset]!r} at offset {err.offset}",
+                                     offset=err.offset) from None
     rem = len(text) % 4
     try:
         if rem in (2, 3) and not text.endswith(b"="):

@@ -153,11 +153,12 @@ def machine_info() -> dict[str, str]:
 def format_table(results: list[BenchResult], n: int, d: int, dtype: str) -> str:
     base = results[0].codec
     lines = [f"densewire bench: {n} x {d} {dtype}; median times; ratios are {base} time / codec time",
-             f"{'codec':<15}{'size':>12}{'gzip':>12}{'size %':>8}{'encode ms':>11}{'x':>8}{'decode ms':>11}{'x':>8}  zero-copy"]
+             f"{'codec':<15}{'bytes':>12}{'gzipped':>12}{'size':>8}{'encode ms':>12}{'speed-up':>11}"
+             f"{'decode ms':>12}{'speed-up':>11}  zero-copy"]
     for r in results:
         lines.append(f"{r.codec:<15}{r.size:>12,}{r.gzip_size:>12,}{100 * r.ratios[f'size_vs_{base}']:>7.1f}%"
-                     f"{r.encode_ms:>11.2f}{r.ratios[f'encode_vs_{base}']:>8.1f}{r.decode_ms:>11.2f}"
-                     f"{r.ratios[f'decode_vs_{base}']:>8.1f}  {'-' if r.zero_copy is None else 'yes' if r.zero_copy else 'no'}")
+                     f"{r.encode_ms:>12.3f}{r.ratios[f'encode_vs_{base}']:>10,.0f}x{r.decode_ms:>12.3f}"
+                     f"{r.ratios[f'decode_vs_{base}']:>10,.0f}x  {'-' if r.zero_copy is None else 'yes' if r.zero_copy else 'no'}")
     return "\n".join(lines)
 
 

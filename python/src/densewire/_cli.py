@@ -15,7 +15,6 @@ from ._convert import convert
 from ._errors import DensewireError
 from ._tensor import DTYPES, Embeddings, row_bytes
 
-_B64_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
 INPUT_FORMATS = ("base64",) + _formats.FORMATS
 
 
@@ -48,7 +47,7 @@ def detect_input(data: bytes) -> str:
         raise SystemExit("densewire: the input is empty")
     if text[:1] in (b"{", b"["):
         return "json"
-    if all(c in _B64_CHARS for c in text):
+    if all(0x20 <= c < 0x7F for c in text):  # printable text that is not JSON: Base64 (the decoder says what is wrong)
         return "base64"
     fmt = _formats.detect_format(data)
     if fmt is None:

@@ -1,0 +1,39 @@
+"""The README's Python examples run, in order, as written; and its two commands are the real ones."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text()
+BLOCKS = re.findall(r"```python\n(.*?)```", README, re.S)
+
+
+@pytest.mark.parametrize("index", range(len(BLOCKS)))
+def test_python_example_runs(index: int) -> None:
+    exec(compile(BLOCKS[index], f"README.md python block {index + 1}", "exec"), {})
+
+
+def test_readme_has_examples() -> None:
+    assert len(BLOCKS) >= 2
+
+
+def test_quick_start_is_two_make_targets_that_exist() -> None:
+    quick = README.split("## Quick start", 1)[1].split("##", 1)[0]
+    commands = re.findall(r"^make (\w+)", quick, re.M)
+    assert commands == ["serve", "test"]
+    makefile = (REPO / "Makefile").read_text()
+    for target in commands:
+        assert re.search(rf"^{target}:", makefile, re.M), target
+    assert "make test" in (REPO / ".ci/run").read_text()
+
+
+def test_cli_inspect_example() -> None:
+    out = subprocess.run([sys.executable, "-m", "densewire", "inspect", "--byteorder", "big"], input=b"P4AAAMAgAAA9zMzN",
+                         capture_output=True, check=True).stdout.decode()
+    assert "shape      1 x 3" in out and "row 0      [1, -2.5, 0.1]" in out
