@@ -15,6 +15,7 @@ array([[ 1. , -2.5,  0.1]], dtype=float32)
 
 from ._arrow import decode_arrow, encode_arrow
 from ._base64 import decode_base64, encode_base64
+from ._client import DEFAULT_ACCEPT, APIError, AsyncClient, Client
 from ._convert import convert
 from ._errors import (DensewireError, InvalidBase64Error, InvalidFieldError, LengthMismatchError, MalformedError,
                       NonFiniteError, NotAcceptableError, NotFoundError, PayloadTooLargeError, ShapeMismatchError,
@@ -40,4 +41,5 @@ __all__ = [
     "TruncatedError", "MalformedError", "InvalidFieldError", "NonFiniteError", "UnauthorizedError",
     "NotFoundError", "PayloadTooLargeError", "UnsupportedMediaTypeError", "NotAcceptableError",
     "UnavailableError", "error_class",
+    "Client", "AsyncClient", "APIError", "DEFAULT_ACCEPT",
 ]

@@ -1,0 +1,120 @@
+"""densewire.Client and AsyncClient against the real server (a process), and against a plain
+OpenAI-compatible server that only speaks JSON (the fallback)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+import densewire
+from server_support import ServerProcess
+
+TEXTS = [f"text number {i}" for i in range(37)]
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ServerProcess("--model", "hash:48", "--api-key", "sekret") as s:
+        yield s
+
+
+def reference(server, texts, **kw) -> np.ndarray:
+    """The same vectors asked for as plain JSON floats: what every format must reproduce."""
+    with densewire.Client(server.url, api_key="sekret", accept="application/json") as c:
+        return c.embed(texts, **kw)
+
+
+def test_negotiates_raw_and_decodes_without_copy(server) -> None:
+    with densewire.Client(server.url, api_key="sekret") as client:
+        response = client._http.post(f"{server.url}/v1/embeddings", headers=client._headers,
+                                     json={"input": TEXTS[:3], "encoding_format": "base64"})
+        assert response.headers["content-type"].startswith("application/octet-stream")
+        vectors = client.embed(TEXTS[:3])
+    assert vectors.shape == (3, 48) and vectors.dtype == np.float32
+    assert not vectors.flags.owndata  # a view over the response body
+    assert np.array_equal(vectors, reference(server, TEXTS[:3]))
+
+
+@pytest.mark.parametrize("accept", ["application/vnd.msgpack", "application/x-protobuf",
+                                    "application/vnd.apache.arrow.stream", "application/json"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "binary"])
+def test_every_format_and_dtype_gives_the_same_vectors(server, accept: str, dtype: str) -> None:
+    with densewire.Client(server.url, api_key="sekret", accept=accept) as client:
+        got = client.create(TEXTS[:5], dtype=dtype)
+    assert got.tensor.dtype == dtype and got.tensor.shape == (5, 48)
+    expected = densewire.convert(reference(server, TEXTS[:5]), dtype)
+    assert got.tensor.array.tobytes() == expected.array.tobytes()
+    assert got.usage is not None and got.usage.total_tokens > 0
+
+
+def test_embed_many_keeps_input_order(server) -> None:
+    with densewire.Client(server.url, api_key="sekret") as client:
+        many = client.embed_many(TEXTS, batch_size=4, concurrency=3)
+    assert np.array_equal(many, reference(server, TEXTS))
+
+
+def test_async_client(server) -> None:
+    async def go():
+        async with densewire.AsyncClient(server.url, api_key="sekret") as client:
+            one = await client.embed(TEXTS[:2], dimensions=16)
+            many = await client.embed_many(TEXTS, batch_size=5, concurrency=4)
+            return one, many, await client.models()
+
+    one, many, models = asyncio.run(go())
+    assert one.shape == (2, 16)
+    assert np.allclose(np.linalg.norm(one, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(many, reference(server, TEXTS))
+    assert models == ["hash-48"]
+
+
+def test_server_errors_carry_the_servers_message(server) -> None:
+    with densewire.Client(server.url, api_key="wrong") as client:
+        with pytest.raises(densewire.APIError) as info:
+            client.embed(["x"])
+    assert info.value.status_code == 401 and info.value.code == "unauthorized"
+    with densewire.Client(server.url, api_key="sekret") as client:
+        with pytest.raises(densewire.APIError) as info:
+            client.embed(["x"], dtype="float8")
+    assert info.value.status_code in (400, 422) and info.value.param == "dtype"
+    assert "float8" in info.value.message
+
+
+class OpenAIOnly(BaseHTTPRequestHandler):
+    """An OpenAI-compatible server that knows nothing of densewire: JSON only, rejects unknown fields."""
+
+    def do_POST(self) -> None:  # noqa: N802
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        unknown = set(request) - {"input", "model", "encoding_format", "dimensions", "user"}
+        if unknown:
+            body, status = json.dumps({"error": {"message": f"Unrecognized request argument supplied: {sorted(unknown)[0]}",
+                                                 "type": "invalid_request_error", "param": None, "code": None}}), 400
+        else:
+            rows = np.arange(len(request["input"]) * 4, dtype=np.float32).reshape(-1, 4)
+            emb = densewire.Embeddings(densewire.Tensor.from_array(rows), "text-embedding-3-small", densewire.Usage(2, 2))
+            body, status = densewire.encode_json(emb, request.get("encoding_format", "float")).decode(), 200
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_falls_back_to_json_base64_with_any_openai_server() -> None:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), OpenAIOnly)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        with densewire.Client(f"http://127.0.0.1:{httpd.server_address[1]}/v1") as client:
+            vectors = client.embed(["a", "b", "c"])
+            assert np.array_equal(vectors, np.arange(12, dtype=np.float32).reshape(3, 4))
+            with pytest.raises(densewire.APIError, match="Unrecognized request argument supplied: dtype"):
+                client.embed(["a"], dtype="float16")
+    finally:
+        httpd.shutdown()
