@@ -419,7 +419,7 @@ def invalid_cases(spec: dict, valid: dict[str, dict]) -> list[dict]:
                 raise SystemExit(f"{case['id']}: no input")
             body += bytes.fromhex(c.get("append_hex", ""))
             if c["format"] == "protobuf":
-                case["message"] = "Tensor"
+                case["message"] = c.get("message", "Tensor")
             case["input_hex"] = body.hex()
         case["error"] = c["error"]
         for key in ("offset", "field"):

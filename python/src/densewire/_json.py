@@ -116,9 +116,10 @@ def _place_rows(data: list) -> tuple[list, list[int]]:
     for pos, item in enumerate(data):
         if not isinstance(item, dict) or "embedding" not in item:
             raise InvalidFieldError("each item must be an object with an embedding", field=f"data[{pos}]")
-        index = item.get("index", pos)
+        index = item.get("index")
         if not isinstance(index, int) or isinstance(index, bool):
-            raise InvalidFieldError(f"must be an integer, got {index!r}", field=f"data[{pos}].index")
+            raise InvalidFieldError("missing" if index is None else f"must be an integer, got {index!r}",
+                                    field=f"data[{pos}].index")
         if not 0 <= index < n:
             raise ShapeMismatchError(f"index {index} is outside 0..{n - 1}", field=f"data[{pos}].index")
         if rows[index] is not None:
@@ -143,12 +144,13 @@ def _decode_base64_rows(rows: list, positions: list[int], dtype: str, byteorder:
         if not isinstance(row, str):
             raise InvalidFieldError("every embedding must be a Base64 string like the first",
                                     field=f"data[{positions[k]}].embedding")
-    if dims is None:
-        first = _decode_row(rows[0], positions[0])
+    if dims is None:  # from the first item of data, by position
+        k0 = positions.index(0)
+        first = _decode_row(rows[k0], 0)
         size = 1 if dtype == "binary" else row_bytes(dtype, 1)
         if len(first) % size:
             raise LengthMismatchError(f"{len(first)} bytes is not a whole number of {dtype} items",
-                                      offset=len(first) - len(first) % size, field=f"data[{positions[0]}].embedding")
+                                      offset=len(first) - len(first) % size, field="data[0].embedding")
         dims = len(first) * 8 if dtype == "binary" else len(first) // size
     rb = row_bytes(dtype, dims)
     width = rb // 3 * 4
@@ -176,6 +178,8 @@ def _decode_row(row: str, pos: int) -> bytes:
 
 def _decode_number_rows(rows: list, positions: list[int], dtype: str, dims: int | None) -> Tensor:
     width = row_bytes(dtype, dims) if dims is not None and dtype == "binary" else dims
+    if width is None and isinstance(rows[positions.index(0)], list):  # from the first item of data, by position
+        width = len(rows[positions.index(0)])
     for k, row in enumerate(rows):
         if not isinstance(row, list):
             raise InvalidFieldError("every embedding must be an array like the first", field=f"data[{positions[k]}].embedding")

@@ -67,31 +67,46 @@ def _read_varint(buf: memoryview, pos: int, base: int = 0) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(buf: memoryview, base: int = 0):
+def _fields(buf: memoryview, base: int = 0, nested: bool = False):
     """Yield (number, wire_type, value, tag_offset, value_offset) with offsets from the start of
-    the body (``base`` is where ``buf`` sits in it); value is an int, or a view for wire type 2."""
+    the body (``base`` is where ``buf`` sits in it); value is an int, or a view for wire type 2.
+    Running past the end of the body is truncation; past the end of an embedded message (``nested``)
+    while still inside the body, a malformed message (SPEC.md section 9)."""
     pos = 0
     while pos < len(buf):
         tag_at = base + pos
-        tag, pos = _read_varint(buf, pos, base)
-        number, wire = tag >> 3, tag & 7
-        if number == 0:
-            raise MalformedError("field number 0", offset=tag_at)
-        if wire == 0:
-            value, pos = _read_varint(buf, pos, base)
-        elif wire == 2:
-            n, pos = _read_varint(buf, pos, base)
-            if pos + n > len(buf):
-                raise TruncatedError(f"a {n}-byte field runs past the end of the body", offset=base + len(buf))
-            value, pos = buf[pos:pos + n], pos + n
-        elif wire in (1, 5):
-            size = 8 if wire == 1 else 4
-            if pos + size > len(buf):
-                raise TruncatedError("body ends inside a fixed-size field", offset=base + len(buf))
-            value, pos = buf[pos:pos + size], pos + size
-        else:
-            raise MalformedError(f"unsupported wire type {wire}", offset=tag_at)
+        try:
+            tag, pos, number, wire, value = _field(buf, pos, base)
+        except TruncatedError as exc:
+            if nested:
+                raise MalformedError(f"a field runs past the end of its embedded message: {exc.message}",
+                                     offset=tag_at) from None
+            raise
         yield number, wire, value, tag_at, base + pos - (len(value) if wire == 2 else 0)
+
+
+def _field(buf: memoryview, pos: int, base: int):
+    """One field at ``pos``: (tag, next position, number, wire type, value)."""
+    tag_at = base + pos
+    tag, pos = _read_varint(buf, pos, base)
+    number, wire = tag >> 3, tag & 7
+    if number == 0:
+        raise MalformedError("field number 0", offset=tag_at)
+    if wire == 0:
+        value, pos = _read_varint(buf, pos, base)
+    elif wire == 2:
+        n, pos = _read_varint(buf, pos, base)
+        if pos + n > len(buf):
+            raise TruncatedError(f"a {n}-byte field runs past the end of the body", offset=base + len(buf))
+        value, pos = buf[pos:pos + n], pos + n
+    elif wire in (1, 5):
+        size = 8 if wire == 1 else 4
+        if pos + size > len(buf):
+            raise TruncatedError("body ends inside a fixed-size field", offset=base + len(buf))
+        value, pos = buf[pos:pos + size], pos + size
+    else:
+        raise MalformedError(f"unsupported wire type {wire}", offset=tag_at)
+    return tag, pos, number, wire, value
 
 
 def _expect(wire: int, want: int, name: str, tag_at: int) -> None:
@@ -99,11 +114,11 @@ def _expect(wire: int, want: int, name: str, tag_at: int) -> None:
         raise MalformedError(f"field {name} has wire type {wire}, expected {want}", offset=tag_at)
 
 
-def _decode_tensor(buf: memoryview, base: int = 0) -> Tensor:
+def _decode_tensor(buf: memoryview, base: int = 0, nested: bool = False) -> Tensor:
     dtype_value = 0
     shape: list[int] = []
     data: memoryview = buf[0:0]
-    for number, wire, value, tag_at, value_at in _fields(buf, base):
+    for number, wire, value, tag_at, value_at in _fields(buf, base, nested):
         if number == 1:
             _expect(wire, 0, "dtype", tag_at)
             dtype_value = value
@@ -145,11 +160,11 @@ def decode_protobuf(body, message: str = "EmbeddingsResponse") -> Embeddings:
                 raise MalformedError("model is not UTF-8", offset=tag_at) from None
         elif number == 2:
             _expect(wire, 2, "embeddings", tag_at)
-            tensor = _decode_tensor(value, base=value_at)
+            tensor = _decode_tensor(value, base=value_at, nested=True)
         elif number == 3:
             _expect(wire, 2, "usage", tag_at)
             counts = {1: 0, 2: 0}
-            for n, w, v, at, _ in _fields(value, value_at):
+            for n, w, v, at, _ in _fields(value, value_at, nested=True):
                 if n in counts:
                     _expect(w, 0, "usage", at)
                     counts[n] = v

@@ -1,0 +1,228 @@
+# frozen_string_literal: true
+
+require "json"
+
+module Densewire
+  # The JSON embeddings envelope of SPEC.md section 6 (application/json): OpenAI's response shape,
+  # rows as Base64 strings or arrays of numbers, plus densewire's dtype/byteorder/dimensions.
+  module JSONEnvelope
+    ENCODING_FORMATS = %w[float base64].freeze
+
+    module_function
+
+    # Writes the response for +tensor+ (a Tensor, or Embeddings whose model and usage are used).
+    # Keys come in the spec's order; numbers are the shortest decimals that read back to the same
+    # bits. NaN or infinity with encoding_format "float" raises NonFiniteError naming the item.
+    def encode(tensor, encoding_format: "float", byteorder: "little", model: nil, usage: nil)
+      if tensor.is_a?(Embeddings)
+        model ||= tensor.model
+        usage ||= tensor.usage
+        tensor = tensor.tensor
+      end
+      unless ENCODING_FORMATS.include?(encoding_format.to_s)
+        raise InvalidFieldError.new("encoding_format must be \"float\" or \"base64\"", field: "encoding_format")
+      end
+
+      byteorder = Dtype.check_byteorder!(byteorder)
+      base64 = encoding_format.to_s == "base64"
+      byteorder = "little" unless base64
+      rows = base64 ? tensor.packed_rows(byteorder).map { |r| JSON.generate([r].pack("m0")) } : number_rows(tensor)
+      usage = usage.to_h
+      data = rows.each_with_index.map { |emb, i| %({"object":"embedding","index":#{i},"embedding":#{emb}}) }
+      +%({"object":"list","data":[#{data.join(",")}],"model":#{JSON.generate((model || "").to_s)},) <<
+        %("usage":{"prompt_tokens":#{Integer(usage["prompt_tokens"] || usage[:prompt_tokens] || 0)},) <<
+        %("total_tokens":#{Integer(usage["total_tokens"] || usage[:total_tokens] || 0)}},) <<
+        %("dtype":"#{tensor.dtype}","byteorder":"#{byteorder}","dimensions":#{tensor.d}})
+    end
+
+    # Parses a response (SPEC.md section 6.2) into Embeddings. Absent dtype, byteorder and
+    # dimensions default to float32, little and the first row's length. Rows are placed by index.
+    #
+    # Fast path: the Base64 row strings (most of the bytes) are cut out of the text with String#index
+    # and only the small rest goes through JSON.parse. Anything unusual there (escapes, a parse error,
+    # any decoding error) falls back to parsing the whole text, so results and errors are the same.
+    def decode(text)
+      if (fast = parse_without_rows(text))
+        begin
+          return decode_doc(*fast)
+        rescue Error, FastPathMiss
+          nil # the plain parse below gives the same result or the canonical error
+        end
+      end
+      decode_doc(parse(text), nil)
+    end
+
+    # Raised inside the fast path when its input is not what it can handle.
+    class FastPathMiss < StandardError; end
+
+    EMBEDDING_STRING = /"embedding"[ \t\n\r]*:[ \t\n\r]*"/n.freeze
+    PLAIN_BASE64 = %r{\A[A-Za-z0-9+/=]*\z}n.freeze
+
+    # [doc, rows]: the text parsed with each "embedding": "..." string replaced by "\u0000K", where
+    # K indexes +rows+ (the strings' raw bytes). nil when there is nothing to gain or it cannot apply.
+    def parse_without_rows(text)
+      src = text.to_s.b
+      return nil if src.include?("\\u0000") # NUL is our placeholder mark
+
+      skeleton = String.new(capacity: 256 + src.bytesize / 16, encoding: Encoding::BINARY)
+      rows = []
+      pos = 0
+      while (m = EMBEDDING_STRING.match(src, pos))
+        start = m.end(0)
+        stop = src.index('"', start) or return nil
+        skeleton << src.byteslice(pos, start - pos) << "\\u0000#{rows.size}"
+        rows << src.byteslice(start, stop - start)
+        pos = stop
+      end
+      return nil if rows.empty?
+
+      skeleton << src.byteslice(pos, src.bytesize - pos)
+      [JSON.parse(skeleton), rows]
+    rescue JSON::ParserError
+      nil
+    end
+
+    def decode_doc(doc, cut_rows)
+      raise MalformedError.new("the response is not a JSON object") unless doc.is_a?(Hash)
+
+      data = doc["data"]
+      raise InvalidFieldError.new("missing or not an array", field: "data") unless data.is_a?(Array)
+
+      dtype = doc.key?("dtype") ? Dtype.check!(doc["dtype"]) : "float32"
+      byteorder = doc.key?("byteorder") ? Dtype.check_byteorder!(doc["byteorder"]) : "little"
+      d = doc["dimensions"]
+      unless d.nil? || (d.is_a?(Integer) && d >= 0)
+        raise InvalidFieldError.new("dimensions must be a non-negative integer", field: "dimensions")
+      end
+
+      placed = place_rows(data)
+      restore_rows(data, cut_rows) if cut_rows
+      d ||= first_row_dimensions(data, dtype)
+      row_bytes = Dtype.row_bytes(dtype, d)
+      rows = Array.new(data.size)
+      data.each_with_index do |entry, i|
+        emb = entry["embedding"]
+        field = "data[#{i}].embedding"
+        rows[placed[i]] =
+          case emb
+          when String
+            bytes = Base64.decode_bytes(emb, field: field)
+            Dtype.check_length!(bytes.bytesize, row_bytes, field: field)
+            byteorder == "big" ? Dtype.swap(bytes, dtype) : bytes # byteorder applies to Base64 rows only
+          when Array then number_row(emb, dtype, d, field)
+          else raise InvalidFieldError.new("embedding must be a Base64 string or an array of numbers", field: field)
+          end
+      end
+      buf = String.new(capacity: row_bytes * data.size, encoding: Encoding::BINARY)
+      rows.each { |r| buf << r }
+      tensor = Tensor.new(buf, dtype: dtype, shape: [data.size, d])
+      Embeddings.new(tensor, model: doc["model"].is_a?(String) ? doc["model"] : nil, usage: usage_of(doc["usage"]))
+    end
+
+    # Puts the cut-out strings back in data[i].embedding. Each must be used once, and every string
+    # cut from elsewhere must be plain Base64 characters, as the full parse would then agree.
+    def restore_rows(data, cut_rows)
+      used = Array.new(cut_rows.size, false)
+      data.each do |entry|
+        emb = entry["embedding"]
+        next unless emb.is_a?(String) && emb.start_with?("\0")
+
+        k = emb[1..].to_i
+        raise FastPathMiss if used[k] != false || emb != "\0#{k}"
+
+        used[k] = true
+        entry["embedding"] = cut_rows[k] # a row that is not plain Base64 fails to decode: fall back
+      end
+      used.each_with_index { |u, k| raise FastPathMiss unless u || cut_rows[k].match?(PLAIN_BASE64) }
+    end
+
+    def parse(text)
+      JSON.parse(text)
+    rescue JSON::ParserError => e
+      raise MalformedError.new("not valid JSON: #{e.message[0, 120]}")
+    end
+
+    # Maps position -> index, checking that indexes are a permutation of 0...size.
+    def place_rows(data)
+      seen = Array.new(data.size, false)
+      data.each_with_index.map do |entry, i|
+        raise InvalidFieldError.new("each data item must be an object", field: "data[#{i}]") unless entry.is_a?(Hash)
+
+        raise InvalidFieldError.new("index is missing", field: "data[#{i}].index") unless entry.key?("index")
+        index = entry["index"]
+        raise InvalidFieldError.new("index must be an integer", field: "data[#{i}].index") unless index.is_a?(Integer)
+        unless index >= 0 && index < data.size && !seen[index]
+          why = index >= 0 && index < data.size ? "index #{index} occurs twice" : "index #{index} is outside [0, #{data.size})"
+          raise ShapeMismatchError.new(why, field: "data[#{i}].index")
+        end
+
+        seen[index] = true
+        index
+      end
+    end
+
+    def first_row_dimensions(data, dtype)
+      return 0 if data.empty?
+
+      emb = data[0]["embedding"]
+      case emb
+      when String
+        bytes = Base64.decode_bytes(emb, field: "data[0].embedding").bytesize
+        dtype == "binary" ? 8 * bytes : bytes / Dtype.item_bytes(dtype)
+      when Array then dtype == "binary" ? 8 * emb.size : emb.size
+      else 0 # reported as invalid_field by the row loop
+      end
+    end
+
+    def number_row(values, dtype, d, field)
+      width = Dtype.row_items(dtype, d)
+      unless values.size == width
+        raise ShapeMismatchError.new("#{values.size} numbers, expected #{width}#{dtype == "binary" ? " packed bytes" : ""}",
+                                     field: field)
+      end
+
+      case dtype
+      when "int8", "uint8", "binary"
+        lo, hi = dtype == "int8" ? [-128, 127] : [0, 255]
+        values.each_with_index do |v, j|
+          raise InvalidFieldError.new("#{v.inspect} is not in #{lo}..#{hi}", field: "#{field}[#{j}]") unless v.is_a?(Integer) && v.between?(lo, hi)
+        end
+        values.pack(dtype == "int8" ? "c*" : "C*")
+      else
+        begin
+          Convert.pack_floats(values, dtype)
+        rescue TypeError, ArgumentError
+          j = values.index { |v| !v.is_a?(Numeric) }
+          raise InvalidFieldError.new("not a number: #{values[j].inspect}", field: "#{field}[#{j}]")
+        end
+      end
+    end
+
+    def number_rows(tensor)
+      dtype = tensor.dtype
+      values = tensor.to_a
+      width = Dtype.row_items(dtype, tensor.d)
+      return Array.new(tensor.n) { "[]" } if width.zero?
+      return values.each_slice(width).map { |row| "[#{row.join(",")}]" } unless Dtype::FLOATS.include?(dtype)
+
+      bits = tensor.bits
+      values.each_slice(width).with_index.map do |row, i|
+        nums = row.each_with_index.map do |v, j|
+          unless v.finite?
+            raise NonFiniteError.new("#{v} has no JSON number form; use encoding_format \"base64\"",
+                                     field: "data[#{i}].embedding[#{j}]")
+          end
+
+          Convert.shortest_decimal(v, bits[i * width + j], dtype)
+        end
+        "[#{nums.join(",")}]"
+      end
+    end
+
+    def usage_of(usage)
+      return nil unless usage.is_a?(Hash)
+
+      Usage.new(prompt_tokens: usage["prompt_tokens"], total_tokens: usage["total_tokens"])
+    end
+  end
+end

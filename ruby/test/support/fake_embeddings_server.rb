@@ -1,0 +1,78 @@
+# frozen_string_literal: true
+
+require_relative "tiny_http_server"
+
+# An in-process stand-in for `densewire serve` (SPEC.md sections 6 and 12): POST /v1/embeddings
+# answers, in the format negotiated from Accept (or ?format=), with the golden bodies of the
+# envelope cases ("with_model_and_usage" for float32, "binary_with_usage" for dtype binary), with
+# the headers the spec gives; errors are OpenAI envelopes.
+class FakeEmbeddingsServer
+  CASES = {
+    "float32" => "with_model_and_usage",
+    "binary" => "binary_with_usage",
+  }.freeze
+
+  attr_reader :http
+
+  def initialize(api_key: nil, gzip: false)
+    @api_key = api_key
+    @gzip = gzip
+    @golden = GoldenFiles.cases("tensors").to_h { |c| [c["id"], c] }
+    @http = TinyHTTPServer.new { |req| handle(req) }
+  end
+
+  def url
+    @http.url
+  end
+
+  def stop
+    @http.stop
+  end
+
+  def golden(format, dtype)
+    tag = { "float32" => "f32", "binary" => "bin" }.fetch(dtype)
+    id = format == "json" ? "json.base64.#{tag}#{dtype == "binary" ? "" : "le"}.#{CASES[dtype]}" : "#{format}.#{tag}.#{CASES[dtype]}"
+    @golden.fetch(id)
+  end
+
+  private
+
+  def error(status, code, message, param = nil, offset = nil)
+    body = JSON.generate({ "error" => { "message" => message, "type" => status >= 500 ? "server_error" : "invalid_request_error",
+                                        "param" => param, "code" => code, "offset" => offset } })
+    [status, { "Content-Type" => "application/json" }, body]
+  end
+
+  def handle(req)
+    path, query = req.path.split("?", 2)
+    return error(404, "not_found", "no route #{path}") unless req.method == "POST" && path == "/v1/embeddings"
+    return error(401, "unauthorized", "missing or wrong API key") if @api_key && req.headers["authorization"] != "Bearer #{@api_key}"
+
+    begin
+      body = JSON.parse(req.body)
+    rescue JSON::ParserError
+      return error(400, "malformed", "request body is not JSON")
+    end
+    unknown = body.keys - %w[input model encoding_format dimensions user dtype byteorder truncate]
+    return error(422, "invalid_field", "unknown field #{unknown.first}", unknown.first) unless unknown.empty?
+
+    dtype = body.fetch("dtype", "float32")
+    return error(422, "invalid_field", "this server has float32 and binary only", "dtype") unless CASES.key?(dtype)
+    return error(503, "unavailable", "model warming up") if body["input"] == ["unavailable"]
+
+    fmt = begin
+      Densewire::Media.negotiate(req.headers["accept"], format: query&.then { |q| q[/format=(\w+)/, 1] })
+    rescue Densewire::NotAcceptableError => e
+      return error(406, "not_acceptable", e.message)
+    end
+    c = golden(fmt.to_s, dtype)
+    headers = { "Content-Type" => Densewire::Media::TYPES[fmt], "Vary" => "Accept, Accept-Encoding" }
+    out = c["encoded_hex"] ? [c["encoded_hex"]].pack("H*") : c["encoded_text"]
+    headers.merge!(c["headers"]) if fmt == :raw
+    if @gzip && req.headers["accept-encoding"].to_s.include?("gzip")
+      out = Zlib.gzip(out)
+      headers["Content-Encoding"] = "gzip"
+    end
+    [200, headers, out]
+  end
+end

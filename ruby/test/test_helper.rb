@@ -1,0 +1,56 @@
+# frozen_string_literal: true
+
+$LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
+require "json"
+require "minitest/autorun"
+require "densewire"
+
+module GoldenFiles
+  module_function
+
+  # The repository root: the first directory above this file that holds testdata/golden.
+  def root
+    @root ||= begin
+      dir = __dir__
+      dir = File.dirname(dir) until File.exist?(File.join(dir, "testdata", "golden", "tensors.json")) || dir == "/"
+      raise "testdata/golden not found above #{__dir__}" if dir == "/"
+
+      dir
+    end
+  end
+
+  def cases(name)
+    JSON.parse(File.read(File.join(root, "testdata", "golden", "#{name}.json")))["cases"]
+  end
+
+  # Items (hex in natural, big-endian notation) as little-endian bytes.
+  def le_bytes(items)
+    items.map { |h| [h].pack("H*").reverse }.join.b
+  end
+
+  def bits(items)
+    items.map { |h| h.to_i(16) }
+  end
+
+  def hex(bytes)
+    bytes.unpack1("H*")
+  end
+
+  def tensor(c)
+    Densewire::Tensor.new(le_bytes(c["items"]), dtype: c["dtype"], shape: c["shape"])
+  end
+
+  def msgpack?
+    Densewire::Msgpack.library
+    true
+  rescue LoadError
+    false
+  end
+
+  def google_protobuf?
+    Densewire::Protobuf.messages
+    true
+  rescue LoadError
+    false
+  end
+end

@@ -1,0 +1,286 @@
+/**
+ * An embeddings client over `fetch` (SPEC.md sections 6 and 12): `POST {baseURL}/embeddings` with a
+ * JSON request, asking for the binary formats first in `Accept` and decoding whatever the server
+ * answers by its `Content-Type`. Against a densewire server it gets raw (or MessagePack, Protobuf,
+ * Arrow) bodies; against any other OpenAI-compatible server, which answers JSON, it reads the
+ * `encoding_format: "base64"` envelope it asked for. Works in browsers, Node 20+, Deno and Bun.
+ */
+import { decodeArrow } from "./arrow.js";
+import { type DType, type Embeddings, allocData } from "./dtypes.js";
+import { DensewireError, DensewireHTTPError } from "./errors.js";
+import { decodeJSON } from "./json.js";
+import { decodeMsgpack } from "./msgpack.js";
+import { decodeProtobuf } from "./protobuf.js";
+import { decodeRaw } from "./raw.js";
+
+/** The body formats of SPEC.md section 12. */
+export type Format = "json" | "raw" | "msgpack" | "protobuf" | "arrow";
+
+/** The media type of each format. */
+export const MEDIA_TYPES: Readonly<Record<Format, string>> = Object.freeze({
+  json: "application/json",
+  raw: "application/octet-stream",
+  msgpack: "application/vnd.msgpack",
+  protobuf: "application/protobuf",
+  arrow: "application/vnd.apache.arrow.stream",
+});
+
+const BY_MEDIA_TYPE: Readonly<Record<string, Format>> = Object.freeze({
+  "application/json": "json",
+  "application/octet-stream": "raw",
+  "application/vnd.msgpack": "msgpack",
+  "application/msgpack": "msgpack",
+  "application/x-msgpack": "msgpack",
+  "application/protobuf": "protobuf",
+  "application/x-protobuf": "protobuf",
+  "application/vnd.apache.arrow.stream": "arrow",
+});
+
+/** The format of a `Content-Type` value (parameters and case ignored, aliases included), or undefined. */
+export function formatOfContentType(contentType: string | null | undefined): Format | undefined {
+  if (!contentType) return undefined;
+  const essence = contentType.split(";", 1)[0]!.trim().toLowerCase();
+  return BY_MEDIA_TYPE[essence];
+}
+
+/**
+ * The `Accept` header asking for `formats` in order of preference: q=1 for the first, 0.9, 0.8, ...
+ * for the next binary ones, and q=0.5 for JSON, the fallback every OpenAI-compatible server has.
+ */
+export function acceptHeader(formats: readonly Format[] = DEFAULT_FORMATS): string {
+  let q = 10;
+  return formats
+    .map((f) => {
+      const type = MEDIA_TYPES[f];
+      if (type === undefined) throw new TypeError(`unknown format ${String(f)}`);
+      const weight = f === "json" ? 5 : Math.max(q--, 6);
+      return weight === 10 ? type : `${type};q=0.${weight}`;
+    })
+    .join(", ");
+}
+
+/** Raw, then MessagePack, then Protobuf, then JSON. Arrow is asked for only when listed (it needs apache-arrow). */
+export const DEFAULT_FORMATS: readonly Format[] = Object.freeze(["raw", "msgpack", "protobuf", "json"] as Format[]);
+
+/** Builds a {@link DensewireHTTPError} from a non-2xx response and its OpenAI-style error envelope. */
+export async function httpError(response: Response): Promise<DensewireHTTPError> {
+  let text = "";
+  try {
+    text = await response.text();
+  } catch {
+    // the body could not be read: the status alone
+  }
+  let error: Record<string, unknown> | undefined;
+  try {
+    const doc = JSON.parse(text) as { error?: unknown };
+    if (typeof doc === "object" && doc !== null && typeof doc.error === "object" && doc.error !== null) error = doc.error as Record<string, unknown>;
+  } catch {
+    // not JSON: keep the text
+  }
+  const str = (v: unknown) => (typeof v === "string" ? v : null);
+  const message = str(error?.["message"]) ?? (text.trim().slice(0, 500) || `HTTP ${response.status} ${response.statusText}`.trim());
+  const offset = error?.["offset"];
+  return new DensewireHTTPError(response.status, message, {
+    code: str(error?.["code"]),
+    param: str(error?.["param"]),
+    type: str(error?.["type"]),
+    offset: typeof offset === "number" ? offset : undefined,
+    body: text,
+  });
+}
+
+/**
+ * Decodes an embeddings response of any format by its `Content-Type`: the body is read once with
+ * `arrayBuffer()`, and the tensor is a view over it where the format and alignment allow. A non-2xx
+ * response becomes a {@link DensewireHTTPError}.
+ */
+export async function decodeResponse(response: Response): Promise<Embeddings> {
+  if (!response.ok) throw await httpError(response);
+  const contentType = response.headers.get("content-type");
+  const format = formatOfContentType(contentType);
+  if (format === undefined) {
+    await response.body?.cancel().catch(() => undefined);
+    throw new DensewireError("unsupported_media_type", `cannot decode a response of type ${JSON.stringify(contentType)}`, { field: "Content-Type" });
+  }
+  const body = new Uint8Array(await response.arrayBuffer());
+  switch (format) {
+    case "json":
+      return decodeJSON(body);
+    case "raw":
+      return decodeRaw(body, response.headers);
+    case "msgpack":
+      return decodeMsgpack(body);
+    case "protobuf":
+      return decodeProtobuf(body, { message: "EmbeddingsResponse" });
+    case "arrow":
+      return decodeArrow(body);
+  }
+}
+
+/** Options of {@link DensewireClient}. */
+export interface ClientOptions {
+  /** The API root, as with OpenAI's SDK: requests go to `${baseURL}/embeddings`. Default `http://localhost:8000/v1`. */
+  baseURL?: string;
+  /** Sent as `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
+  /** Response formats to ask for, best first (default raw, msgpack, protobuf, json). */
+  formats?: readonly Format[];
+  /** Extra request headers. */
+  headers?: Record<string, string>;
+  /** The fetch to use (default `globalThis.fetch`). */
+  fetch?: typeof fetch;
+}
+
+/** Options of {@link DensewireClient.embed}. */
+export interface EmbedOptions {
+  /** Model id (the server's default when omitted). */
+  model?: string;
+  /** Truncate each vector to this many dimensions, then L2-normalise (server side). */
+  dimensions?: number;
+  /** Element type of the response (densewire servers); float32 when omitted. */
+  dtype?: Exclude<DType, "float64">;
+  /** `false`: an input over the model's token limit is an error instead of being cut (densewire servers). */
+  truncate?: boolean;
+  /** Cancels the request. */
+  signal?: AbortSignal;
+  /** Overrides the client's `formats` for this call. */
+  formats?: readonly Format[];
+}
+
+/** Options of {@link DensewireClient.embedMany}. */
+export interface EmbedManyOptions extends EmbedOptions {
+  /** Texts per request (default 256; OpenAI allows at most 2048). */
+  batchSize?: number;
+  /** Requests in flight at once (default 4). */
+  concurrency?: number;
+}
+
+/** A client for `POST /v1/embeddings` of densewire and OpenAI-compatible servers. */
+export class DensewireClient {
+  readonly baseURL: string;
+  readonly formats: readonly Format[];
+  readonly #apiKey: string | undefined;
+  readonly #headers: Record<string, string>;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: ClientOptions = {}) {
+    this.baseURL = (options.baseURL ?? "http://localhost:8000/v1").replace(/\/+$/, "");
+    this.formats = options.formats ?? DEFAULT_FORMATS;
+    acceptHeader(this.formats); // validates
+    this.#apiKey = options.apiKey;
+    this.#headers = { ...options.headers };
+    const f = options.fetch ?? (globalThis.fetch as typeof fetch | undefined);
+    if (f === undefined) throw new Error("densewire: no fetch in this runtime; pass options.fetch");
+    this.#fetch = f;
+  }
+
+  /**
+   * Embeds one text or a list of texts (at most 2048, none empty) in one request; the result has one
+   * row per text, in input order.
+   */
+  async embed(input: string | readonly string[], options: EmbedOptions = {}): Promise<Embeddings> {
+    const texts = typeof input === "string" ? [input] : [...input];
+    if (texts.length === 0) throw new TypeError("embed: input must hold at least one text");
+    const request: Record<string, unknown> = { input: texts };
+    if (options.model !== undefined) request["model"] = options.model;
+    request["encoding_format"] = "base64";
+    if (options.dimensions !== undefined) request["dimensions"] = options.dimensions;
+    // only densewire servers know dtype/truncate: leave them out at their defaults so that any
+    // OpenAI-compatible server accepts the request
+    if (options.dtype !== undefined && options.dtype !== "float32") request["dtype"] = options.dtype;
+    if (options.truncate === false) request["truncate"] = false;
+    const headers: Record<string, string> = {
+      "Content-Type": "application/json",
+      Accept: acceptHeader(options.formats ?? this.formats),
+      ...this.#headers,
+    };
+    if (this.#apiKey !== undefined) headers["Authorization"] = `Bearer ${this.#apiKey}`;
+    const init: RequestInit = { method: "POST", headers, body: JSON.stringify(request) };
+    if (options.signal !== undefined) init.signal = options.signal;
+    const response = await this.#fetch(`${this.baseURL}/embeddings`, init);
+    const result = await decodeResponse(response);
+    if (result.shape[0] !== texts.length) {
+      throw new DensewireError("shape_mismatch", `the server returned ${result.shape[0]} rows for ${texts.length} inputs`, { field: "data" });
+    }
+    return result;
+  }
+
+  /**
+   * Embeds any number of texts in batches of `batchSize`, at most `concurrency` requests at once, and
+   * returns one tensor with a row per text in input order. The first failure aborts the other requests
+   * and is thrown.
+   */
+  async embedMany(texts: readonly string[], options: EmbedManyOptions = {}): Promise<Embeddings> {
+    const batchSize = options.batchSize ?? 256;
+    const concurrency = options.concurrency ?? 4;
+    if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be a positive integer, got ${batchSize}`);
+    if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
+    const dtype = options.dtype ?? "float32";
+    if (texts.length === 0) return { dtype, shape: [0, options.dimensions ?? 0], data: allocData(dtype, 0) } as Embeddings;
+
+    const batches: string[][] = [];
+    for (let i = 0; i < texts.length; i += batchSize) batches.push(texts.slice(i, i + batchSize));
+    const results = new Array<Embeddings>(batches.length);
+    const controller = new AbortController();
+    const outer = options.signal;
+    const onAbort = () => controller.abort(outer!.reason);
+    if (outer !== undefined) {
+      if (outer.aborted) controller.abort(outer.reason);
+      else outer.addEventListener("abort", onAbort, { once: true });
+    }
+    let next = 0;
+    const worker = async () => {
+      while (next < batches.length && !controller.signal.aborted) {
+        const i = next++;
+        results[i] = await this.embed(batches[i]!, { ...options, signal: controller.signal });
+      }
+    };
+    try {
+      const workers = Array.from({ length: Math.min(concurrency, batches.length) }, () =>
+        worker().catch((e: unknown) => {
+          controller.abort(e);
+          throw e;
+        }),
+      );
+      const settled = await Promise.allSettled(workers);
+      const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+      if (failed !== undefined) throw controller.signal.reason ?? failed.reason;
+      if (controller.signal.aborted) throw controller.signal.reason;
+    } finally {
+      outer?.removeEventListener("abort", onAbort);
+    }
+    return concatRows(results);
+  }
+}
+
+/** Concatenates tensors of one dtype and width row-wise (bit-exact copies); sums usage. */
+export function concatRows(parts: readonly Embeddings[]): Embeddings {
+  const first = parts[0];
+  if (first === undefined) throw new RangeError("concatRows: nothing to concatenate");
+  const { dtype } = first;
+  const d = first.shape[1];
+  let n = 0;
+  let items = 0;
+  for (const p of parts) {
+    if (p.dtype !== dtype || p.shape[1] !== d) {
+      throw new DensewireError("shape_mismatch", `cannot join (${p.shape}) ${p.dtype} rows to (${first.shape}) ${dtype} rows`, { field: "data" });
+    }
+    n += p.shape[0];
+    items += p.data.length;
+  }
+  const out = allocData(dtype, items);
+  let at = 0;
+  for (const p of parts) {
+    (out as Uint8Array).set(p.data as Uint8Array, at); // same typed array type: a bit-exact copy
+    at += p.data.length;
+  }
+  const result = { dtype, shape: [n, d], data: out } as Embeddings;
+  if (first.model !== undefined) result.model = first.model;
+  if (parts.every((p) => p.usage !== undefined)) {
+    result.usage = {
+      prompt_tokens: parts.reduce((s, p) => s + p.usage!.prompt_tokens, 0),
+      total_tokens: parts.reduce((s, p) => s + p.usage!.total_tokens, 0),
+    };
+  }
+  return result;
+}

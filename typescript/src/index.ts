@@ -1,0 +1,82 @@
+/**
+ * densewire: embeddings and numeric tensors on the wire at memory speed (wire spec 1.0).
+ *
+ * The one public surface of the package. Modules by format: base64, json, raw, msgpack, protobuf,
+ * arrow (optional peer dependency apache-arrow), and the embeddings client. (The tables API will come
+ * as tables.ts.)
+ */
+export {
+  type ByteOrder,
+  type DType,
+  type DTypeArrays,
+  type Embeddings,
+  type Tensor,
+  type TensorData,
+  type Usage,
+  DTYPES,
+  DTYPE_NAMES,
+  LITTLE_ENDIAN_HOST,
+  checkShape,
+  isDType,
+  itemCount,
+  makeTensor,
+  parseByteOrder,
+  parseDType,
+  row,
+  rowBytes,
+} from "./dtypes.js";
+export { type ErrorCategory, type ErrorLocation, DensewireError, DensewireHTTPError, HTTP_STATUS } from "./errors.js";
+export {
+  asFloat16Array,
+  bfloat16ToFloat32,
+  float16BitsToFloat32Bits,
+  float16ToFloat32,
+  float32BitsToBfloat16Bits,
+  float32BitsToFloat16Bits,
+  float32ToBfloat16,
+  float32ToBinary,
+  float32ToFloat16,
+  float64ToBfloat16Bits,
+  float64ToFloat16Bits,
+  float64ToFloat32,
+  float64ToFloat32Bits,
+  fromFloat32,
+  toFloat32,
+  unpackBits,
+} from "./convert.js";
+export {
+  type Base64Backend,
+  type Base64DecodeOptions,
+  availableBase64Backends,
+  base64Backend,
+  base64DecodedLength,
+  base64ToBytes,
+  bytesToBase64,
+  decodeBase64,
+  decodeBase64Into,
+  encodeBase64,
+  setBase64Backend,
+} from "./base64.js";
+export { type EncodingFormat, type JSONEncodeOptions, decodeJSON, encodeJSON } from "./json.js";
+export { type HeadersInput, type RawMessage, decodeRaw, encodeRaw, getHeader } from "./raw.js";
+export { decodeMsgpack, encodeMsgpack } from "./msgpack.js";
+export { type ProtobufMessage, decodeProtobuf, encodeProtobuf } from "./protobuf.js";
+export { decodeArrow, encodeArrow, setArrowImporter } from "./arrow.js";
+export {
+  type ClientOptions,
+  type EmbedManyOptions,
+  type EmbedOptions,
+  type Format,
+  DEFAULT_FORMATS,
+  DensewireClient,
+  MEDIA_TYPES,
+  acceptHeader,
+  concatRows,
+  decodeResponse,
+  formatOfContentType,
+} from "./client.js";
+/** The generated Protobuf schemas (protoc-gen-es), for use with @bufbuild/protobuf's create/toBinary/fromBinary. */
+export * as pb from "./gen/densewire/v1/tensor_pb.js";
+
+/** The wire spec version this package implements. */
+export const SPEC_VERSION = "1.0";

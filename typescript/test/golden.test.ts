@@ -1,0 +1,201 @@
+/**
+ * The golden vectors (SPEC.md section 13): every case of testdata/golden/{tensors,conversions,invalid,
+ * interop}.json, one test per case id. Nothing is skipped: a format this library could not handle
+ * would fail here.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import {
+  type ByteOrder,
+  type Embeddings,
+  type Tensor,
+  type Usage,
+  decodeArrow,
+  decodeBase64,
+  decodeJSON,
+  decodeMsgpack,
+  decodeProtobuf,
+  decodeRaw,
+  encodeArrow,
+  encodeBase64,
+  encodeJSON,
+  encodeMsgpack,
+  encodeProtobuf,
+  encodeRaw,
+  float32BitsToBfloat16Bits,
+  float32BitsToFloat16Bits,
+  float32ToBfloat16,
+  float32ToBinary,
+  float32ToFloat16,
+  float64ToFloat32,
+  float64ToFloat32Bits,
+  type ProtobufMessage,
+} from "../src/index.js";
+import {
+  type GoldenCase,
+  assertDensewireError,
+  assertDensewireErrorAsync,
+  assertTensor,
+  fromHex,
+  loadGolden,
+  tensorOf,
+  toHex,
+} from "./helpers.js";
+
+const hex = (c: GoldenCase) => fromHex(c["encoded_hex"] as string);
+const text = (c: GoldenCase) => c["encoded_text"] as string;
+
+function assertEnvelope(decoded: Embeddings, c: GoldenCase): void {
+  if ("model" in c) assert.equal(decoded.model, c["model"], "model");
+  if ("usage" in c) assert.deepEqual(decoded.usage, c["usage"], "usage");
+}
+
+async function checkValid(c: GoldenCase): Promise<void> {
+  const exact = c["byte_exact"] === true;
+  const meta: { model?: string; usage?: Usage } = {};
+  if ("model" in c) meta.model = c["model"] as string;
+  if ("usage" in c) meta.usage = c["usage"] as Usage;
+  const tensor: Tensor = tensorOf(c);
+  const byteorder = c["byteorder"] as ByteOrder;
+  switch (c["format"]) {
+    case "base64": {
+      assertTensor(decodeBase64(text(c), { dtype: c["dtype"] as string, shape: c["shape"] as number[], byteorder }), c);
+      const ours = encodeBase64(tensor, { byteorder });
+      if (exact) assert.equal(ours, text(c), "encoded_text");
+      assertTensor(decodeBase64(ours, { dtype: c["dtype"] as string, shape: c["shape"] as number[], byteorder }), c);
+      return;
+    }
+    case "raw": {
+      const decoded = decodeRaw(hex(c), c["headers"] as Record<string, string>);
+      assertTensor(decoded, c);
+      assertEnvelope(decoded, c);
+      const ours = encodeRaw(tensor, meta);
+      if (exact) {
+        assert.equal(toHex(ours.body), c["encoded_hex"], "encoded_hex");
+        assert.deepEqual(ours.headers, c["headers"], "headers");
+      }
+      assertTensor(decodeRaw(ours.body, ours.headers), c);
+      return;
+    }
+    case "msgpack": {
+      const decoded = decodeMsgpack(hex(c));
+      assertTensor(decoded, c);
+      assertEnvelope(decoded, c);
+      const ours = encodeMsgpack(tensor, meta);
+      if (exact) assert.equal(toHex(ours), c["encoded_hex"], "encoded_hex");
+      assertTensor(decodeMsgpack(ours), c);
+      return;
+    }
+    case "protobuf": {
+      const message = c["message"] as ProtobufMessage;
+      const decoded = decodeProtobuf(hex(c), { message });
+      assertTensor(decoded, c);
+      assertEnvelope(decoded, c);
+      const ours = encodeProtobuf(tensor, { message, ...meta });
+      if (exact) assert.equal(toHex(ours), c["encoded_hex"], "encoded_hex");
+      assertTensor(decodeProtobuf(ours, { message }), c);
+      return;
+    }
+    case "arrow": {
+      const decoded = await decodeArrow(hex(c));
+      assertTensor(decoded, c);
+      assertEnvelope(decoded, c);
+      const ours = await encodeArrow(tensor, meta);
+      if (exact) assert.equal(toHex(ours), c["encoded_hex"], "encoded_hex");
+      const back = await decodeArrow(ours);
+      assertTensor(back, c);
+      assertEnvelope(back, c);
+      return;
+    }
+    case "json": {
+      const decoded = decodeJSON(text(c));
+      assertTensor(decoded, c);
+      assertEnvelope(decoded, c);
+      const encodingFormat = (c["encoding_format"] as "float" | "base64" | undefined) ?? (typeof text(c) === "string" && /"embedding"\s*:\s*"/.test(text(c)) ? "base64" : "float");
+      const ours = encodeJSON(tensor, { encodingFormat, byteorder, ...meta });
+      if (exact) assert.equal(ours, text(c), "encoded_text");
+      const back = decodeJSON(ours);
+      assertTensor(back, c);
+      assertEnvelope(back, c);
+      return;
+    }
+    default:
+      assert.fail(`format ${String(c["format"])} is not supported by this library`);
+  }
+}
+
+async function checkInvalid(c: GoldenCase): Promise<void> {
+  const expected = { category: c["error"] as string, offset: c["offset"] as number | undefined, field: c["field"] as string | undefined };
+  const input = () => ("input_hex" in c ? fromHex(c["input_hex"] as string) : (c["input_text"] as string));
+  if (c["direction"] === "encode") {
+    assert.equal(c["format"], "json", "encode-direction cases are JSON");
+    const t = tensorOf(c);
+    assertDensewireError(() => encodeJSON(t, { encodingFormat: c["encoding_format"] as "float" | "base64" }), expected);
+    return;
+  }
+  switch (c["format"]) {
+    case "base64":
+      assertDensewireError(
+        () => decodeBase64(input() as string, { dtype: c["dtype"] as string, shape: c["shape"] as number[], byteorder: c["byteorder"] as string }),
+        expected,
+      );
+      return;
+    case "raw":
+      assertDensewireError(() => decodeRaw(input() as Uint8Array, c["headers"] as Record<string, string>), expected);
+      return;
+    case "msgpack":
+      assertDensewireError(() => decodeMsgpack(input() as Uint8Array), expected);
+      return;
+    case "protobuf":
+      assertDensewireError(() => decodeProtobuf(input() as Uint8Array, { message: c["message"] as ProtobufMessage }), expected);
+      return;
+    case "json":
+      assertDensewireError(() => decodeJSON(input()), expected);
+      return;
+    case "arrow":
+      await assertDensewireErrorAsync(() => decodeArrow(input() as Uint8Array), expected);
+      return;
+    default:
+      assert.fail(`format ${String(c["format"])} is not supported by this library`);
+  }
+}
+
+function f32(bits: readonly string[]): Float32Array {
+  return new Float32Array(Uint32Array.from(bits, (h) => parseInt(h, 16)).buffer);
+}
+
+function checkConversion(c: GoldenCase): void {
+  const input = c["input"] as string[];
+  const output = c["output"] as string[];
+  const pair = `${c["from"]}->${c["to"]}`;
+  const hex16 = (a: Uint16Array) => Array.from(a, (x) => x.toString(16).padStart(4, "0"));
+  switch (pair) {
+    case "float32->float16":
+      assert.deepEqual(input.map((h) => float32BitsToFloat16Bits(parseInt(h, 16)).toString(16).padStart(4, "0")), output);
+      assert.deepEqual(hex16(float32ToFloat16(f32(input))), output, "bulk");
+      return;
+    case "float32->bfloat16":
+      assert.deepEqual(input.map((h) => float32BitsToBfloat16Bits(parseInt(h, 16)).toString(16).padStart(4, "0")), output);
+      assert.deepEqual(hex16(float32ToBfloat16(f32(input))), output, "bulk");
+      return;
+    case "float32->binary":
+      assert.deepEqual(Array.from(float32ToBinary(f32(input), c["shape"] as [number, number]), (x) => x.toString(16).padStart(2, "0")), output);
+      return;
+    case "float64->float32": {
+      const values = new Float64Array(new BigUint64Array(input.map((h) => BigInt("0x" + h))).buffer);
+      assert.deepEqual(Array.from(values, (v) => float64ToFloat32Bits(v).toString(16).padStart(8, "0")), output);
+      const bulk = new Uint32Array(float64ToFloat32(values).buffer);
+      assert.deepEqual(Array.from(bulk, (x) => x.toString(16).padStart(8, "0")), output, "bulk");
+      return;
+    }
+    default:
+      assert.fail(`conversion ${pair} is not supported by this library`);
+  }
+}
+
+describe("golden vectors", () => {
+  for (const c of loadGolden("tensors")) it(c.id, () => checkValid(c));
+  for (const c of loadGolden("interop")) it(c.id, () => checkValid(c));
+  for (const c of loadGolden("invalid")) it(c.id, () => checkInvalid(c));
+  for (const c of loadGolden("conversions")) it(c.id, () => checkConversion(c));
+});
