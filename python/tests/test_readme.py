@@ -37,3 +37,19 @@ def test_cli_inspect_example() -> None:
     out = subprocess.run([sys.executable, "-m", "densewire", "inspect", "--byteorder", "big"], input=b"P4AAAMAgAAA9zMzN",
                          capture_output=True, check=True).stdout.decode()
     assert "shape      1 x 3" in out and "row 0      [1, -2.5, 0.1]" in out
+
+
+SERVER_BLOCKS = re.findall(r"```python server\n(.*?)```", README, re.S)
+
+
+def test_server_examples_run_against_a_real_server() -> None:
+    """The README's server examples, against densewire serve (hash vectors under the MiniLM name)."""
+    from server_support import ServerProcess
+
+    assert SERVER_BLOCKS
+    with ServerProcess("--model", "hash:384", "--served-model-name", "sentence-transformers/all-MiniLM-L6-v2") as server:
+        for block in SERVER_BLOCKS:
+            scope: dict = {}
+            exec(compile(block.replace("http://127.0.0.1:8000", server.url), "README.md server block", "exec"), scope)
+            assert len(scope["vector"]) == 384
+            assert scope["array"].shape == (10_000, 384)

@@ -25,7 +25,7 @@ def test_lru_bounded_in_bytes() -> None:
     vec = np.ones(256, dtype=np.float32)  # 1 KiB each
     cache = MemoryCache(10 * 1024)
     for i in range(50):
-        cache.put((0, f"t{i}"), vec)
+        cache.put((0, f"t{i}"), vec, 3)
         assert cache.bytes <= cache.max_bytes
     assert 0 < len(cache) < 10
     assert cache.get((0, "t0")) is None
@@ -36,22 +36,23 @@ def test_lru_order_and_copy() -> None:
     cache = MemoryCache(3 * (4 * 4 + 300))
     src = np.arange(4, dtype=np.float32)
     for k in "abc":
-        cache.put((0, k), src)
+        cache.put((0, k), src, 1)
     src[:] = -1  # the cache holds its own copy
     assert cache.get((0, "a")) is not None  # a becomes most recent
-    cache.put((0, "d"), src)
+    cache.put((0, "d"), src, 1)
     assert cache.get((0, "b")) is None
-    assert cache.get((0, "a")).tolist() == [0, 1, 2, 3]
+    vec, tokens = cache.get((0, "a"))
+    assert vec.tolist() == [0, 1, 2, 3] and tokens == 1
     with pytest.raises(ValueError):
-        cache.get((0, "a"))[0] = 5  # read-only
+        vec[0] = 5  # read-only
 
 
 def test_lru_disabled_and_oversized() -> None:
     off = MemoryCache(0)
-    off.put((0, "a"), np.ones(4, np.float32))
+    off.put((0, "a"), np.ones(4, np.float32), 1)
     assert len(off) == 0
     small = MemoryCache(100)
-    small.put((0, "a"), np.ones(1000, np.float32))
+    small.put((0, "a"), np.ones(1000, np.float32), 1)
     assert len(small) == 0 and small.bytes == 0
 
 
@@ -165,8 +166,10 @@ def test_embedder_dedupes_and_joins_inflight() -> None:
         await e.start()
         try:
             texts = ["x y", "z", "x y", "long text here"]
-            outs = await asyncio.gather(*(e.embed_texts(texts, [2, 1, 2, 3], None) for _ in range(5)))
-            outs.append(await e.embed_texts(["z"], [1], 4))
+            res = await asyncio.gather(*(e.embed_texts(texts, None) for _ in range(5)))
+            assert all(counts == [2, 1, 2, 3] for _, counts in res)
+            outs = [v for v, _ in res]
+            outs.append((await e.embed_texts(["z"], 4))[0])
         finally:
             await e.close()
             pool.shutdown()

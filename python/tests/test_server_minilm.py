@@ -22,7 +22,7 @@ EXPECTED = np.stack([np.frombuffer(bytes.fromhex(item["embedding_f32le_hex"]), d
 
 @pytest.fixture(scope="module")
 def server():
-    with ServerProcess() as s:  # no --model: the default
+    with ServerProcess("--blas-threads", "1") as s:  # no --model: the default; 1 BLAS thread on a shared CI machine
         yield s
 
 

@@ -6,45 +6,45 @@ Public pieces for embedding the server in other apps:
 * the response classes, one per media type (``RawEmbeddingsResponse`` ...), usable from any
   Starlette or FastAPI endpoint, and :func:`negotiated_response`;
 * :func:`add_serve_command` for the ``densewire`` command line.
+
+Names are imported on first use, so that ``densewire --help`` does not load Starlette, uvicorn or
+redis (``densewire._server.cli`` itself needs the standard library only until a server runs).
 """
 
 from __future__ import annotations
 
-from .cli import add_serve_command, main, run_server
-from .config import ServerConfig
-from .responses import (
-    RESPONSE_CLASSES,
-    ArrowEmbeddingsResponse,
-    EmbeddingsResponse,
-    ErrorResponse,
-    JSONEmbeddingsResponse,
-    MsgpackEmbeddingsResponse,
-    ProtobufEmbeddingsResponse,
-    RawEmbeddingsResponse,
-    negotiated_response,
-)
+from importlib import import_module
+from typing import Any
+
+_WHERE = {
+    "create_app": ".app",
+    "ServerConfig": ".config",
+    "add_serve_command": ".cli",
+    "run_server": ".cli",
+    "main": ".cli",
+    "EmbeddingsResponse": ".responses",
+    "JSONEmbeddingsResponse": ".responses",
+    "RawEmbeddingsResponse": ".responses",
+    "MsgpackEmbeddingsResponse": ".responses",
+    "ProtobufEmbeddingsResponse": ".responses",
+    "ArrowEmbeddingsResponse": ".responses",
+    "RESPONSE_CLASSES": ".responses",
+    "ErrorResponse": ".responses",
+    "negotiated_response": ".responses",
+    "render_embeddings": ".responses",
+}
+
+__all__ = list(_WHERE)
 
 
-def create_app(*args, **kwargs):  # type: ignore[no-untyped-def]
-    """See :func:`densewire._server.app.create_app`."""
-    from .app import create_app as _create_app
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
-    return _create_app(*args, **kwargs)
 
-
-__all__ = [
-    "create_app",
-    "ServerConfig",
-    "add_serve_command",
-    "run_server",
-    "main",
-    "EmbeddingsResponse",
-    "JSONEmbeddingsResponse",
-    "RawEmbeddingsResponse",
-    "MsgpackEmbeddingsResponse",
-    "ProtobufEmbeddingsResponse",
-    "ArrowEmbeddingsResponse",
-    "RESPONSE_CLASSES",
-    "ErrorResponse",
-    "negotiated_response",
-]
+def __dir__() -> list[str]:
+    return sorted(__all__)

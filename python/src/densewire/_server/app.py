@@ -54,8 +54,12 @@ __all__ = ["create_app", "app_from_env", "ServerState"]
 
 log = logging.getLogger("densewire.server")
 
-#: Responses with at least this many vector elements are encoded in the CPU pool.
-_THREAD_ENCODE_ELEMENTS = 32 * 1024
+#: Encoding cost per vector element, relative to copying it, by format; an encoding whose
+#: estimated cost (elements x factor) reaches _THREAD_ENCODE_COST runs in the CPU pool, cheaper
+#: ones on the event loop (a hop to a thread costs more than copying a few megabytes).
+_ENCODE_FACTOR = {"raw": 0, "msgpack": 1, "protobuf": 1, "arrow": 2, "base64": 4, "float": 200}
+_THREAD_ENCODE_COST = 4 << 20
+_COMPRESS_FACTOR = 50
 #: Request bodies from this size on are parsed in the CPU pool.
 _THREAD_PARSE_BYTES = 256 * 1024
 
@@ -74,6 +78,8 @@ class ServerState:
         self._api_key = cfg.api_key.encode() if cfg.api_key else None
 
     async def start(self) -> None:
+        if self.cfg.blas_threads:
+            _limit_blas_threads(self.cfg.blas_threads)
         backend = self._given_backend
         if backend is None:
             from densewire._backends import load_backend
@@ -115,6 +121,17 @@ class ServerState:
         return self.embedder
 
 
+def _limit_blas_threads(n: int) -> None:
+    """Set the thread count of every BLAS library loaded in this process (threadpoolctl)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        log.warning("--blas-threads needs threadpoolctl (pip install threadpoolctl); ignored")
+        return
+    threadpool_limits(limits=n, user_api="blas")
+    log.info("BLAS limited to %d thread(s)", n)
+
+
 def _state(request: Request) -> ServerState:
     return request.app.state.densewire
 
@@ -124,6 +141,14 @@ def _internal_error(exc: BaseException) -> Response:
     body = {"error": {"message": f"internal server error ({type(exc).__name__})", "type": "server_error",
                       "param": None, "code": "internal_error", "offset": None}}
     return Response(orjson.dumps(body), 500, {"Vary": VARY}, media_type="application/json")
+
+
+def _encode_cost(fmt: str, encoding_format: str, nbytes: int, content_encoding: str | None) -> int:
+    key = encoding_format if fmt == "json" else fmt
+    cost = nbytes * _ENCODE_FACTOR[key]
+    if content_encoding is not None:
+        cost += nbytes * _COMPRESS_FACTOR
+    return cost
 
 
 def _check_content_type(value: str | None) -> None:
@@ -165,20 +190,17 @@ async def embeddings(request: Request) -> Response:
         # little-endian always, and their responses say so (byteorder field, Densewire-Byteorder)
         max_tokens = emb_service.max_tokens
         if req.texts is not None:
-            counts = await emb_service.count_tokens(req.texts)
+            vectors, counts = await emb_service.embed_texts(req.texts, req.dimensions, truncate=req.truncate)
         else:
             counts = [len(s) for s in req.token_ids]  # type: ignore[union-attr]
-        if not req.truncate:
-            for i, c in enumerate(counts):
-                if c > max_tokens:
-                    raise InvalidFieldError(
-                        f"{c} tokens, more than the model's maximum of {max_tokens}; "
-                        f"shorten it or send truncate: true", field=f"input[{i}]")
-        prompt_tokens = sum(min(c, max_tokens) for c in counts)
-        if req.texts is not None:
-            vectors = await emb_service.embed_texts(req.texts, counts, req.dimensions)
-        else:
+            if not req.truncate:
+                for i, c in enumerate(counts):
+                    if c > max_tokens:
+                        raise InvalidFieldError(
+                            f"{c} tokens, more than the model's maximum of {max_tokens}; "
+                            f"shorten it or send truncate: true", field=f"input[{i}]")
             vectors = await emb_service.embed_token_ids(req.token_ids, req.dimensions)  # type: ignore[arg-type]
+        prompt_tokens = sum(min(c, max_tokens) for c in counts)
         m.inputs.inc(len(counts))
         tensor = Tensor.from_array(vectors)
         if req.dtype != "float32":
@@ -187,7 +209,7 @@ async def embeddings(request: Request) -> Response:
         render = partial(render_embeddings, emb, fmt, encoding_format=req.encoding_format,
                          byteorder=byteorder, content_encoding=content_encoding,
                          compress_min_bytes=st.cfg.compress_min_bytes)
-        if vectors.size >= _THREAD_ENCODE_ELEMENTS:
+        if _encode_cost(fmt, req.encoding_format, tensor.array.nbytes, content_encoding) >= _THREAD_ENCODE_COST:
             out, headers = await emb_service.in_cpu_pool(render)
         else:
             out, headers = render()

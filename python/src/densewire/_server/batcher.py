@@ -102,6 +102,8 @@ class MicroBatcher:
     def _enqueue(self, loop: asyncio.AbstractEventLoop, texts: list[str], tokens: int,
                  start: int, stop: int) -> tuple[asyncio.Future, int, int]:
         fut = loop.create_future()
+        # a failure is read by the requests waiting on it; mark it read for the case none is left
+        fut.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._queue.append(_Chunk(texts, tokens, fut))
         self._queued_tokens += tokens
         self._queued_inputs += len(texts)

@@ -17,10 +17,12 @@ import asyncio
 import hashlib
 import logging
 import sys
+import time
 from collections import OrderedDict
 from typing import Any, Callable, Iterable
 
 import numpy as np
+from redis.exceptions import ResponseError
 
 __all__ = ["MemoryCache", "RedisCache", "redis_key"]
 
@@ -30,15 +32,15 @@ _ENTRY_OVERHEAD = 200  # dict slot, OrderedDict links, tuple, ndarray header
 
 
 class MemoryCache:
-    """An LRU of float32 vectors keyed by ``(dims, text)``, bounded by ``max_bytes``.
-
-    Used from the event loop only (no locking).
+    """An LRU of ``(float32 vector, token count)`` keyed by ``(dims, text)``, bounded by
+    ``max_bytes``. The token count rides along so that a request served from the cache needs no
+    tokenizer either. Used from the event loop only (no locking).
     """
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.bytes = 0
-        self._d: OrderedDict[tuple[int, str], np.ndarray] = OrderedDict()
+        self._d: OrderedDict[tuple[int, str], tuple[np.ndarray, int]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._d)
@@ -47,13 +49,13 @@ class MemoryCache:
     def _cost(key: tuple[int, str], value: np.ndarray) -> int:
         return value.nbytes + sys.getsizeof(key[1]) + _ENTRY_OVERHEAD
 
-    def get(self, key: tuple[int, str]) -> np.ndarray | None:
-        v = self._d.get(key)
-        if v is not None:
+    def get(self, key: tuple[int, str]) -> tuple[np.ndarray, int] | None:
+        entry = self._d.get(key)
+        if entry is not None:
             self._d.move_to_end(key)
-        return v
+        return entry
 
-    def put(self, key: tuple[int, str], value: np.ndarray) -> None:
+    def put(self, key: tuple[int, str], value: np.ndarray, tokens: int) -> None:
         if self.max_bytes <= 0:
             return
         cost = self._cost(key, value)
@@ -61,13 +63,13 @@ class MemoryCache:
             return
         old = self._d.pop(key, None)
         if old is not None:
-            self.bytes -= self._cost(key, old)
+            self.bytes -= self._cost(key, old[0])
         value = np.array(value, dtype=np.float32, copy=True)  # own it; never a view of a batch
         value.flags.writeable = False
-        self._d[key] = value
+        self._d[key] = (value, int(tokens))
         self.bytes += cost
         while self.bytes > self.max_bytes:
-            k, v = self._d.popitem(last=False)
+            k, (v, _) = self._d.popitem(last=False)
             self.bytes -= self._cost(k, v)
 
     def clear(self) -> None:
@@ -115,6 +117,7 @@ class RedisCache:
         self._backoff = self.BACKOFF_START
         self._closed = False
         self.failures = 0
+        self._last_refusal_log = -1e9
 
     @property
     def safe_url(self) -> str:
@@ -217,6 +220,14 @@ class RedisCache:
             await asyncio.wait_for(pipe.execute(), self.timeout * 4)
         except asyncio.CancelledError:
             raise
+        except ResponseError as exc:
+            # Redis answers but refuses the write (OOM under maxmemory noeviction, READONLY
+            # replica): not an outage, so no circuit breaker; say so at most once a minute
+            now = time.monotonic()
+            if now - self._last_refusal_log > 60:
+                self._last_refusal_log = now
+                log.warning("redis cache at %s refuses writes: %s", self.safe_url, exc)
+            return False
         except Exception as exc:  # noqa: BLE001
             self._mark_down(exc)
             return False

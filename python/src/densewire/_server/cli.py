@@ -109,7 +109,22 @@ def run_server(cfg: ServerConfig) -> int:
     return 0 if server.started else 1
 
 
+#: The server's own dependencies (densewire[serve]), checked before anything starts.
+SERVER_MODULES = ("starlette", "uvicorn", "orjson", "brotli", "zstandard", "redis", "prometheus_client")
+
+
+def _missing_modules() -> list[str]:
+    import importlib.util
+
+    return [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
+
+
 def _handle(args: argparse.Namespace) -> int:
+    missing = _missing_modules()
+    if missing:
+        print(f"densewire serve needs the server extra: pip install 'densewire[serve]' "
+              f"(missing: {', '.join(missing)})", file=sys.stderr)
+        return 2
     try:
         cfg = config_from_args(args)
         validate(cfg)

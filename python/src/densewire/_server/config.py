@@ -72,6 +72,7 @@ class ServerConfig:
     max_client_batch_size: int = 2048
     max_body_bytes: int = 16 * MiB
     model_threads: int = 1
+    blas_threads: int = 0
     cache_bytes: int = 256 * MiB
     prewarm: str | None = None
     prewarm_interval: float = 0.0
@@ -107,6 +108,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_body_bytes", _size, "largest request body, compressed and decompressed "
             "(default 16M)", "BYTES"),
     Setting("model_threads", int, "model calls running at the same time (default 1)", "N"),
+    Setting("blas_threads", int, "threads of the BLAS library (OpenBLAS, MKL) for the model's matrix "
+            "products (default 0: the library's own choice, usually one per core; 1 is best on a "
+            "machine shared with other work)", "N"),
     Setting("cache_bytes", _size, "size of the in-process vector cache (default 256M; 0 = off)", "BYTES"),
     Setting("prewarm", _opt_str, "file of texts, one a line, embedded into the cache at start", "FILE"),
     Setting("prewarm_interval", float, "re-run the pre-warm every SECONDS (default 0 = only at start)",
@@ -166,6 +170,7 @@ def validate(cfg: ServerConfig) -> None:
         ("max_client_batch_size", cfg.max_client_batch_size >= 1, "must be at least 1"),
         ("max_body_bytes", cfg.max_body_bytes >= 1, "must be at least 1"),
         ("model_threads", cfg.model_threads >= 1, "must be at least 1"),
+        ("blas_threads", cfg.blas_threads >= 0, "must not be negative"),
         ("prewarm_interval", cfg.prewarm_interval >= 0, "must not be negative"),
         ("redis_ttl", cfg.redis_ttl >= 0, "must not be negative"),
         ("redis_timeout", cfg.redis_timeout > 0, "must be positive"),
