@@ -9,6 +9,7 @@ import math
 import shutil
 import threading
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pytest
@@ -23,6 +24,20 @@ ITEMS = REFERENCE["items"]
 TEXTS = [item["text"] for item in ITEMS]
 EXPECTED = np.stack([np.frombuffer(bytes.fromhex(i["embedding_f32le_hex"]), dtype="<f4") for i in ITEMS])
 LONG = max(range(len(TEXTS)), key=lambda i: len(TEXTS[i]))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_blas_thread() -> Iterator[None]:
+    """OpenBLAS threads spin-wait on each other: on a busy machine (CI next to
+    compilers) two-thread matmuls get many times slower, so this module runs
+    single-threaded, and restores the setting afterwards."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # without it the tests still run, only slower on a busy machine
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +132,7 @@ def test_threads_share_one_backend(model: BertBackend, batch_vectors: np.ndarray
     def work(k: int) -> None:
         results[k] = model.embed(TEXTS)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
     for t in threads:
         t.start()
     for t in threads:
@@ -165,6 +180,29 @@ def test_cls_and_mean_pooling_concatenate(tmp_path: Path, batch_vectors: np.ndar
     mean = out[:, 384:] / np.linalg.norm(out[:, 384:], axis=1, keepdims=True)
     np.testing.assert_allclose(mean, batch_vectors[:3], atol=1e-5)
     assert not np.allclose(out[:, :384], out[:, 384:], atol=1e-2)
+
+
+@pytest.mark.parametrize("mode", ["cls_token", "max_tokens", "mean_sqrt_len_tokens", "lasttoken"])
+def test_other_pooling_modes_are_padding_independent(tmp_path: Path, mode: str) -> None:
+    folder = _copy_model(tmp_path, [_TRANSFORMER, _POOLING], {f"pooling_mode_{mode}": True})
+    b = BertBackend(folder, batch_size=4)
+    texts = TEXTS[:6] + [TEXTS[LONG]]
+    together = b.embed(texts)
+    alone = np.concatenate([b.embed([t]) for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-5, rtol=0)
+    assert together.shape == (7, 384)
+    assert np.abs(together[0] - together[1]).max() > 1e-2
+
+
+def test_mean_sqrt_len_is_mean_times_sqrt_count(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    mean = BertBackend(_copy_model(tmp_path / "a", [_TRANSFORMER, _POOLING], {"pooling_mode_mean_tokens": True}))
+    sqrt = BertBackend(
+        _copy_model(tmp_path / "b", [_TRANSFORMER, _POOLING], {"pooling_mode_mean_sqrt_len_tokens": True})
+    )
+    counts = np.minimum(np.array(mean.count_tokens(TEXTS), dtype=np.float32), 256)
+    np.testing.assert_allclose(sqrt.embed(TEXTS), mean.embed(TEXTS) * np.sqrt(counts)[:, None], rtol=1e-5, atol=1e-5)
 
 
 def test_unsupported_module_is_named(tmp_path: Path) -> None:
@@ -216,7 +254,12 @@ def test_checksum_mismatch_is_reported(tmp_path: Path) -> None:
 def test_checksum_is_verified_once(monkeypatch: pytest.MonkeyPatch) -> None:
     default_model_path()
     calls: list[Path] = []
-    monkeypatch.setattr(bert_mod, "_sha256_file", lambda p: calls.append(p) or "")
+
+    def counting_sha256(path: Path) -> str:
+        calls.append(path)
+        return ""
+
+    monkeypatch.setattr(bert_mod, "_sha256_file", counting_sha256)
     default_model_path()
     assert calls == []
 

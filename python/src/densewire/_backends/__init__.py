@@ -15,6 +15,7 @@ from .bert import (
     ModelNotFoundError,
     default_model_path,
     gelu,
+    limit_blas_threads,
 )
 from .hash import HashBackend
 from .sentence_transformers import SentenceTransformerBackend
@@ -35,5 +36,6 @@ __all__ = [
     "default_model_path",
     "embeddings_url",
     "gelu",
+    "limit_blas_threads",
     "load_backend",
 ]

@@ -13,7 +13,7 @@ import os
 from abc import ABC, abstractmethod
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable
+from typing import Any, Callable, Self
 
 import numpy as np
 
@@ -62,7 +62,7 @@ class Backend(ABC):
     def close(self) -> None:
         """Release resources (connections, threads). Idempotent."""
 
-    def __enter__(self) -> "Backend":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -95,18 +95,29 @@ def check_texts(texts: list[str]) -> None:
 
 
 def check_ids(ids: list[list[int]], vocab_size: int | None = None) -> None:
-    """Raise TypeError/ValueError unless ``ids`` is a list of int sequences."""
-    if not isinstance(ids, (list, tuple)):
+    """Raise TypeError/ValueError unless ``ids`` is a list of int sequences
+    (within ``[0, vocab_size)`` when given)."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple)):
         raise TypeError(f"ids must be a list of lists of int, not {type(ids).__name__}")
     for i, seq in enumerate(ids):
-        if isinstance(seq, (str, bytes)) or not hasattr(seq, "__len__"):
+        if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple, np.ndarray)):
             raise TypeError(f"ids[{i}] must be a list of int, not {type(seq).__name__}")
-        for tok in seq:
-            if isinstance(tok, bool) or not isinstance(tok, (int, np.integer)):
-                raise TypeError(f"ids[{i}] holds {tok!r}, which is not an int")
-            if tok < 0 or (vocab_size is not None and tok >= vocab_size):
-                bound = f"[0, {vocab_size})" if vocab_size is not None else ">= 0"
-                raise ValueError(f"ids[{i}] holds token id {tok}, outside {bound}")
+        if len(seq) == 0:
+            continue
+        try:
+            arr = np.asarray(seq)
+        except (ValueError, OverflowError):
+            arr = np.asarray(seq, dtype=object)
+        if arr.ndim != 1 or arr.dtype.kind not in "iu":
+            bad = next((t for t in seq if isinstance(t, bool) or not isinstance(t, (int, np.integer))), None)
+            if bad is not None or arr.ndim != 1:
+                raise TypeError(f"ids[{i}] holds {bad!r}, which is not an int")
+            arr = np.asarray([int(t) for t in seq], dtype=object)  # beyond int64
+        low, high = arr.min(), arr.max()
+        if low < 0 or (vocab_size is not None and high >= vocab_size):
+            tok = low if low < 0 else high
+            bound = f"[0, {vocab_size})" if vocab_size is not None else ">= 0"
+            raise ValueError(f"ids[{i}] holds token id {tok}, outside {bound}")
 
 
 def whitespace_token_counts(texts: list[str]) -> list[int]:

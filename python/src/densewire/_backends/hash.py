@@ -79,7 +79,7 @@ class HashBackend(Backend):
         return self._fill([_seed(self._truncate(t).encode("utf-8"), _TEXT_DOMAIN) for t in texts])
 
     def embed_tokens(self, ids: list[list[int]]) -> np.ndarray:
-        check_ids(ids)
+        check_ids(ids, 1 << 63)  # hashed as int64
         if not ids:
             return empty_result(self.dimensions)
         seeds = [

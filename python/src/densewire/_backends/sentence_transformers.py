@@ -54,6 +54,7 @@ class SentenceTransformerBackend(Backend):
         model_kwargs: dict[str, Any] | None = None,
     ) -> None:
         st = import_sentence_transformers()
+        self._batch_size = int(batch_size)
         self._model = st.SentenceTransformer(model_name_or_path, device=device, **(model_kwargs or {}))
         if max_tokens is not None:
             self._model.max_seq_length = int(max_tokens)
@@ -66,12 +67,11 @@ class SentenceTransformerBackend(Backend):
             dim = int(self._encode(["dimension probe"]).shape[1])
         self.dimensions = int(dim)
         self.name = name or str(model_name_or_path)
-        self._batch_size = int(batch_size)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         out = self._model.encode(
             list(texts),
-            batch_size=getattr(self, "_batch_size", 32),
+            batch_size=self._batch_size,
             convert_to_numpy=True,
             normalize_embeddings=False,  # a Normalize module in the pipeline still applies
             show_progress_bar=False,

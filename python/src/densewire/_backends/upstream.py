@@ -258,4 +258,5 @@ class UpstreamBackend(Backend):
                     status, f"embedding {index} has {vec.size} values, expected {out.shape[1]}", self.url
                 )
             out[start + index] = vec
+        assert out is not None  # data is never empty (checked against the request)
         return out
