@@ -128,8 +128,13 @@ def test_workers_share_port() -> None:
             for _ in range(40):
                 r = c.post(s.url + "/v1/embeddings", json={"input": "w"}, headers={"Connection": "close"})
                 assert r.status_code == 200
-        text = s.log_text()
-        pids = {line.split("[")[1].split("]")[0] for line in text.splitlines() if "Started server process" in line}
+        deadline = time.monotonic() + 60  # /health answers once the first worker is up; wait for the second
+        while True:
+            text = s.log_text()
+            pids = {line.split("[")[1].split("]")[0] for line in text.splitlines() if "Started server process" in line}
+            if len(pids) == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert len(pids) == 2, text
     finally:
         s.stop()
