@@ -17,6 +17,21 @@ if [ ${#failed[@]} -ne 0 ]; then echo "Python setup failed; nothing else can run
 suite golden-vectors .venv/bin/python testdata/generate.py --check
 if [ -x scripts/services.sh ]; then suite services bash scripts/services.sh install; fi
 suite python .venv/bin/python -m pytest python/tests -q -p no:cacheprovider
+
+# The other languages' clients are also tested against the real server: one densewire serve
+# (hash vectors, so no model load) for all of them, found through DENSEWIRE_SERVER_URL.
+port=$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+.venv/bin/densewire serve --model hash:384 --port "$port" > .ci-logs/serve.log 2>&1 &
+server_pid=$!
+trap 'kill $server_pid 2>/dev/null; wait $server_pid 2>/dev/null' EXIT
+export DENSEWIRE_SERVER_URL="http://127.0.0.1:$port"
+for _ in $(seq 1 300); do
+  curl -fsS "$DENSEWIRE_SERVER_URL/health" >/dev/null 2>&1 && break
+  kill -0 $server_pid 2>/dev/null || break
+  sleep 0.1
+done
+suite server-for-clients curl -fsS "$DENSEWIRE_SERVER_URL/health"
+
 for lang in typescript go rust java ruby; do
   if [ -f "$lang/ci.sh" ]; then suite "$lang" bash "$lang/ci.sh"; fi
 done

@@ -45,7 +45,7 @@ class ProtobufTest < Minitest::Test
       [hex("08"), "truncated", 1],
       [hex("0801 2d 0102"), "truncated", 5],
       [hex("0801 1203 0101"), "truncated", 6],
-      [hex("0801 1202 01ff"), "malformed", 5], # packed varint runs off its field
+      [hex("0801 1202 01ff"), "malformed", 2], # packed varint runs off its field: at the field's tag
     ].each do |body, category, offset|
       error = assert_raises(Densewire::Error) { P.decode(body) }
       assert_equal [category, offset], [error.category, error.offset], body.unpack1("H*")

@@ -140,7 +140,14 @@ function readTensor(r: Reader, end: number, t: TensorFields, prefix: string): vo
       if (wt === 2) {
         const [s, e] = r.delimited(end, tagPos);
         r.pos = s;
-        while (r.pos < e) t.shape.push(r.varint(e));
+        while (r.pos < e) {
+          // an entry running past the end of the packed field is malformed at the field's tag (SPEC.md
+          // section 9), even where the body ends with the field
+          let q = r.pos;
+          while (q < e && r.b[q]! & 0x80 && q - r.pos < 10) q++;
+          if (q >= e) throw r.malformed(tagPos, "a packed shape entry runs past the end of its field", prefix + "shape");
+          t.shape.push(r.varint(e));
+        }
       } else if (wt === 0) {
         t.shape.push(r.varint(end));
       } else {

@@ -59,8 +59,9 @@ describe("Protobuf", () => {
     // a length past the end of an embedded message (but inside the body)
     const nested = fromHex("1204" + "08011a05" + "000000000000");
     assertDensewireError(() => decodeProtobuf(nested, { message: "EmbeddingsResponse" }), { category: "malformed", offset: 4 });
-    // a packed varint running past its payload
-    assertDensewireError(() => decodeProtobuf(fromHex("0801120202831a00")), { category: "malformed", offset: 5 });
+    // a packed varint running past its payload: at the packed field's tag
+    assertDensewireError(() => decodeProtobuf(fromHex("0801120202831a00")), { category: "malformed", offset: 2, field: "shape" });
+    assertDensewireError(() => decodeProtobuf(fromHex("0801120201ff")), { category: "malformed", offset: 2, field: "shape" });
     assertDensewireError(() => decodeProtobuf(fromHex("0a0280ff"), { message: "EmbeddingsResponse" }), { category: "malformed", offset: 0, field: "model" });
   });
 

@@ -129,7 +129,10 @@ def _decode_tensor(buf: memoryview, base: int = 0, nested: bool = False) -> Tens
                 _expect(wire, 2, "shape", tag_at)
                 pos = 0
                 while pos < len(value):
-                    v, pos = _read_varint(value, pos, value_at)
+                    try:
+                        v, pos = _read_varint(value, pos, value_at)
+                    except TruncatedError:
+                        raise MalformedError("a packed shape entry runs past the end of its field", offset=tag_at) from None
                     shape.append(v)
         elif number == 3:
             _expect(wire, 2, "data", tag_at)

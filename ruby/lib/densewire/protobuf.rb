@@ -162,7 +162,12 @@ module Densewire
           if wire == 2
             payload = r.bytes(at)
             packed = Reader.new(body, r.pos - payload.bytesize, r.pos, false)
-            shape << packed.varint while packed.more?
+            begin
+              shape << packed.varint while packed.more?
+            rescue MalformedError
+              # an entry running past the end of the packed field: malformed at the field's tag (SPEC.md section 9)
+              raise MalformedError.new("a packed shape entry runs past the end of its field", offset: at)
+            end
           elsif wire.zero?
             shape << r.varint
           else

@@ -1,0 +1,34 @@
+package dev.densewire.client;
+
+import dev.densewire.DensewireException;
+import dev.densewire.DensewireException.Category;
+import dev.densewire.Embeddings;
+
+/** Arrow bodies through densewire-arrow, an optional dependency: only touched when it is on the class path. */
+final class ArrowSupport {
+    private static final boolean AVAILABLE = probe();
+
+    private ArrowSupport() {
+    }
+
+    private static boolean probe() {
+        try {
+            Class.forName("dev.densewire.arrow.ArrowCodec", false, ArrowSupport.class.getClassLoader());
+            return true;
+        } catch (ClassNotFoundException | LinkageError e) {
+            return false;
+        }
+    }
+
+    static boolean available() {
+        return AVAILABLE;
+    }
+
+    static Embeddings decode(byte[] body) {
+        if (!AVAILABLE) {
+            throw new DensewireException(Category.UNSUPPORTED_MEDIA_TYPE,
+                    "an Arrow body needs dev.densewire:densewire-arrow on the class path", -1, "Content-Type");
+        }
+        return dev.densewire.arrow.ArrowCodec.decode(body);
+    }
+}

@@ -1,0 +1,81 @@
+package dev.densewire.client;
+
+import dev.densewire.DensewireException;
+
+/**
+ * An error answer of the embeddings API: the HTTP status and the server's error envelope (SPEC.md section 11):
+ * {@code code} (the category), {@code param} (the field), {@code message} and {@code offset}.
+ */
+public class DensewireApiException extends DensewireException {
+    private static final long serialVersionUID = 1L;
+
+    private final int status;
+    private final String code;
+    private final String type;
+    private final String serverMessage;
+
+    public DensewireApiException(int status, String code, String type, String param, String serverMessage, long offset) {
+        super(categoryOf(code, status), "HTTP " + status + (code == null ? "" : " " + code) + ": "
+                + (serverMessage == null ? "(no message)" : serverMessage), offset, param);
+        this.status = status;
+        this.code = code;
+        this.type = type;
+        this.serverMessage = serverMessage;
+    }
+
+    /** The category of the envelope's {@code code}, or else of the HTTP status. */
+    static Category categoryOf(String code, int status) {
+        if (code != null) {
+            java.util.Optional<Category> c = Category.fromCode(code);
+            if (c.isPresent()) {
+                return c.get();
+            }
+        }
+        switch (status) {
+            case 401:
+            case 403:
+                return Category.UNAUTHORIZED;
+            case 404:
+                return Category.NOT_FOUND;
+            case 406:
+                return Category.NOT_ACCEPTABLE;
+            case 413:
+                return Category.PAYLOAD_TOO_LARGE;
+            case 405:
+                return Category.METHOD_NOT_ALLOWED;
+            case 415:
+                return Category.UNSUPPORTED_MEDIA_TYPE;
+            case 500:
+                return Category.INTERNAL_ERROR;
+            case 422:
+                return Category.INVALID_FIELD;
+            default:
+                return status >= 500 ? Category.UNAVAILABLE : Category.MALFORMED;
+        }
+    }
+
+    /** The HTTP status. */
+    public int status() {
+        return status;
+    }
+
+    /** The envelope's {@code code} as sent (null when the body was not an error envelope). */
+    public String code() {
+        return code;
+    }
+
+    /** {@code invalid_request_error} or {@code server_error}, as sent. */
+    public String type() {
+        return type;
+    }
+
+    /** The envelope's {@code param}: the field the error is about (also {@link #field()}). */
+    public String param() {
+        return field().orElse(null);
+    }
+
+    /** The server's message, as sent. */
+    public String serverMessage() {
+        return serverMessage;
+    }
+}

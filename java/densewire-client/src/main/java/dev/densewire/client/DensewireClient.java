@@ -1,0 +1,422 @@
+package dev.densewire.client;
+
+import dev.densewire.DensewireException;
+import dev.densewire.DensewireException.Category;
+import dev.densewire.Dtype;
+import dev.densewire.Embeddings;
+import dev.densewire.EncodingFormat;
+import dev.densewire.Format;
+import dev.densewire.MsgpackCodec;
+import dev.densewire.ProtobufCodec;
+import dev.densewire.RawCodec;
+import dev.densewire.Tensor;
+import dev.densewire.jackson.ApiError;
+import dev.densewire.jackson.DensewireJson;
+import dev.densewire.jackson.EmbeddingsRequest;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpHeaders;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Semaphore;
+import java.util.zip.GZIPInputStream;
+
+/**
+ * A client of densewire's {@code POST /v1/embeddings} (SPEC.md sections 6 and 12) on {@link HttpClient}. It asks
+ * for the fastest body first ({@code Accept: application/octet-stream, application/vnd.msgpack;q=0.9,
+ * application/protobuf;q=0.8, application/json;q=0.5}) and decodes whatever the server chose by its
+ * {@code Content-Type}, so it works with densewire servers and plain OpenAI-compatible ones alike. Large jobs go
+ * through {@link #embedMany}: batches sent concurrently, at most {@code maxConcurrency} in flight.
+ *
+ * <pre>{@code
+ * DensewireClient client = DensewireClient.builder(URI.create("http://localhost:8000"))
+ *         .model("sentence-transformers/all-MiniLM-L6-v2").maxConcurrency(4).batchSize(256).build();
+ * Embeddings e = client.embedMany(texts);
+ * float[] first = e.tensor().row(0);
+ * }</pre>
+ *
+ * Errors: {@link DensewireApiException} for an error answer (status, code, param, message, offset), a
+ * {@link DensewireException} for a body that does not decode, {@link UncheckedIOException} for I/O failures.
+ */
+public final class DensewireClient {
+    private static final List<Format> DEFAULT_FORMATS = List.of(Format.RAW, Format.MSGPACK, Format.PROTOBUF, Format.JSON);
+
+    private final HttpClient http;
+    private final URI endpoint;
+    private final String apiKey;
+    private final String model;
+    private final Dtype dtype;
+    private final Integer dimensions;
+    private final List<Format> formats;
+    private final String accept;
+    private final Duration timeout;
+    private final int maxConcurrency;
+    private final int batchSize;
+    private final boolean gzip;
+
+    private DensewireClient(Builder b) {
+        this.http = b.http != null ? b.http
+                : HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(b.timeout).build();
+        String base = b.baseUri.toString();
+        this.endpoint = URI.create(base.endsWith("/") ? base + "v1/embeddings" : base + "/v1/embeddings");
+        this.apiKey = b.apiKey;
+        this.model = b.model;
+        this.dtype = b.dtype;
+        this.dimensions = b.dimensions;
+        this.formats = List.copyOf(b.formats);
+        this.accept = acceptHeader(formats);
+        this.timeout = b.timeout;
+        this.maxConcurrency = b.maxConcurrency;
+        this.batchSize = b.batchSize;
+        this.gzip = b.gzip;
+    }
+
+    public static Builder builder(URI baseUri) {
+        return new Builder(baseUri);
+    }
+
+    /** The {@code Accept} header: the formats in preference order with falling q-values. */
+    static String acceptHeader(List<Format> formats) {
+        StringBuilder sb = new StringBuilder(formats.get(0).mediaType());
+        double q = 1.0;
+        for (int i = 1; i < formats.size(); i++) {
+            q = q - 0.1;
+            if (formats.get(i) == Format.JSON) {
+                q = Math.min(q, 0.5); // JSON only when nothing binary fits
+            }
+            sb.append(", ").append(formats.get(i).mediaType()).append(";q=")
+                    .append(String.format(Locale.ROOT, "%.1f", Math.max(q, 0.1)));
+        }
+        return sb.toString();
+    }
+
+    /** The Accept header this client sends. */
+    public String accept() {
+        return accept;
+    }
+
+    // ------------------------------------------------------------------ single requests
+
+    /** The embeddings of {@code texts} in one request (at most 2048 texts). */
+    public Embeddings embed(List<String> texts) {
+        return embed(request(texts));
+    }
+
+    /** Sends a request as given (the client's model, dtype and dimensions fill only fields left null). */
+    public Embeddings embed(EmbeddingsRequest request) {
+        return join(embedAsync(request));
+    }
+
+    public CompletableFuture<Embeddings> embedAsync(EmbeddingsRequest request) {
+        EmbeddingsRequest r = complete(request);
+        HttpRequest.Builder hb = HttpRequest.newBuilder(endpoint)
+                .timeout(timeout)
+                .header("Content-Type", "application/json")
+                .header("Accept", accept)
+                .POST(HttpRequest.BodyPublishers.ofByteArray(DensewireJson.writeRequest(r)));
+        if (gzip) {
+            hb.header("Accept-Encoding", "gzip");
+        }
+        if (apiKey != null) {
+            hb.header("Authorization", "Bearer " + apiKey);
+        }
+        return http.sendAsync(hb.build(), HttpResponse.BodyHandlers.ofByteArray()).thenApply(DensewireClient::decode);
+    }
+
+    private EmbeddingsRequest request(List<String> texts) {
+        return EmbeddingsRequest.of(texts);
+    }
+
+    private EmbeddingsRequest complete(EmbeddingsRequest request) {
+        EmbeddingsRequest r = request.withInput(request.input());
+        if (r.model() == null) {
+            r.model(model);
+        }
+        if (r.dtype() == null && dtype != null) {
+            r.dtype(dtype);
+        }
+        if (r.dimensions() == null) {
+            r.dimensions(dimensions);
+        }
+        if (r.encodingFormat() == null) {
+            r.encodingFormat(EncodingFormat.BASE64); // if the server answers JSON, Base64 rows are 3x smaller
+        }
+        return r;
+    }
+
+    // ------------------------------------------------------------------ large jobs
+
+    /**
+     * The embeddings of any number of texts: batches of {@code batchSize}, at most {@code maxConcurrency} in
+     * flight, rows returned in input order, usage summed. The first failure cancels what is still pending and
+     * is thrown.
+     */
+    public Embeddings embedMany(List<String> texts) {
+        List<List<String>> batches = new ArrayList<>();
+        for (int i = 0; i < texts.size(); i += batchSize) {
+            batches.add(texts.subList(i, Math.min(texts.size(), i + batchSize)));
+        }
+        if (batches.isEmpty()) {
+            return embed(texts);
+        }
+        Semaphore permits = new Semaphore(maxConcurrency);
+        List<CompletableFuture<Embeddings>> futures = new ArrayList<>(batches.size());
+        CompletableFuture<Void> failed = new CompletableFuture<>();
+        try {
+            for (List<String> batch : batches) {
+                permits.acquire();
+                if (failed.isDone()) {
+                    permits.release();
+                    break;
+                }
+                CompletableFuture<Embeddings> f = embedAsync(request(batch));
+                f.whenComplete((e, t) -> {
+                    permits.release();
+                    if (t != null) {
+                        failed.complete(null);
+                    }
+                });
+                futures.add(f);
+            }
+        } catch (InterruptedException e) {
+            futures.forEach(f -> f.cancel(true));
+            Thread.currentThread().interrupt();
+            throw new CancellationException("interrupted while waiting for a free request slot");
+        }
+        List<Embeddings> parts = new ArrayList<>(futures.size());
+        try {
+            for (CompletableFuture<Embeddings> f : futures) {
+                parts.add(join(f));
+            }
+        } catch (RuntimeException e) {
+            futures.forEach(f -> f.cancel(true));
+            throw e;
+        }
+        return concat(parts);
+    }
+
+    /** Concatenates the rows of batches of one dtype and width; usage is summed, the model is the first's. */
+    static Embeddings concat(List<Embeddings> parts) {
+        if (parts.size() == 1) {
+            return parts.get(0);
+        }
+        Tensor first = parts.get(0).tensor();
+        int rows = 0;
+        long prompt = 0;
+        long total = 0;
+        for (Embeddings p : parts) {
+            Tensor t = p.tensor();
+            if (t.dtype() != first.dtype() || t.dims() != first.dims()) {
+                throw new DensewireException(Category.SHAPE_MISMATCH, "batches disagree: " + first.dtype() + " x "
+                        + first.dims() + " and " + t.dtype() + " x " + t.dims(), -1, null);
+            }
+            rows += t.rows();
+            if (p.usage() != null) {
+                prompt += p.usage().promptTokens();
+                total += p.usage().totalTokens();
+            }
+        }
+        ByteBuffer all = ByteBuffer.allocate(Math.multiplyExact(rows, first.rowBytes()));
+        for (Embeddings p : parts) {
+            all.put(p.tensor().data());
+        }
+        all.flip();
+        return new Embeddings(Tensor.of(first.dtype(), rows, first.dims(), all), parts.get(0).model(),
+                new Embeddings.Usage(prompt, total));
+    }
+
+    // ------------------------------------------------------------------ responses
+
+    static Embeddings decode(HttpResponse<byte[]> response) {
+        HttpHeaders h = response.headers();
+        byte[] body = inflate(h, response.body());
+        int status = response.statusCode();
+        if (status >= 300) {
+            ApiError e = DensewireJson.readError(body);
+            if (e == null) {
+                String text = new String(body, 0, Math.min(body.length, 200), java.nio.charset.StandardCharsets.UTF_8);
+                throw new DensewireApiException(status, null, null, null, text.isEmpty() ? null : text, -1);
+            }
+            throw new DensewireApiException(status, e.error.code, e.error.type, e.error.param, e.error.message,
+                    e.error.offset == null ? -1 : e.error.offset);
+        }
+        String contentType = h.firstValue("Content-Type").orElse("application/json");
+        Format format = Format.fromContentType(contentType).orElseThrow(() -> new DensewireException(
+                Category.UNSUPPORTED_MEDIA_TYPE, "the server answered " + contentType + ", which densewire does not decode",
+                -1, "Content-Type"));
+        switch (format) {
+            case RAW:
+                return RawCodec.decode(name -> h.firstValue(name).orElse(null), ByteBuffer.wrap(body));
+            case MSGPACK:
+                return MsgpackCodec.decode(body);
+            case PROTOBUF:
+                return ProtobufCodec.decodeResponse(body);
+            case ARROW:
+                return ArrowSupport.decode(body);
+            default:
+                return DensewireJson.readResponse(body);
+        }
+    }
+
+    private static byte[] inflate(HttpHeaders h, byte[] body) {
+        String enc = h.firstValue("Content-Encoding").orElse("identity").trim().toLowerCase(Locale.ROOT);
+        if (enc.equals("identity") || enc.isEmpty()) {
+            return body;
+        }
+        if (!enc.equals("gzip")) {
+            throw new DensewireException(Category.UNSUPPORTED_MEDIA_TYPE, "Content-Encoding " + enc + " was not asked for",
+                    -1, "Content-Encoding");
+        }
+        try (GZIPInputStream in = new GZIPInputStream(new ByteArrayInputStream(body))) {
+            return in.readAllBytes();
+        } catch (IOException e) {
+            throw new DensewireException(Category.MALFORMED, "bad gzip body: " + e.getMessage(), -1, "Content-Encoding", e);
+        }
+    }
+
+    private static <T> T join(CompletableFuture<T> f) {
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            f.cancel(true);
+            throw new CancellationException("interrupted");
+        } catch (ExecutionException e) {
+            throw unwrap(e.getCause());
+        }
+    }
+
+    private static RuntimeException unwrap(Throwable t) {
+        while (t instanceof CompletionException && t.getCause() != null) {
+            t = t.getCause();
+        }
+        if (t instanceof RuntimeException) {
+            return (RuntimeException) t;
+        }
+        if (t instanceof IOException) {
+            return new UncheckedIOException((IOException) t);
+        }
+        return new IllegalStateException(t);
+    }
+
+    // ------------------------------------------------------------------ configuration
+
+    /** Options of the client. */
+    public static final class Builder {
+        private final URI baseUri;
+        private HttpClient http;
+        private String apiKey;
+        private String model;
+        private Dtype dtype;
+        private Integer dimensions;
+        private List<Format> formats = DEFAULT_FORMATS;
+        private Duration timeout = Duration.ofSeconds(60);
+        private int maxConcurrency = 4;
+        private int batchSize = 256;
+        private boolean gzip = true;
+
+        private Builder(URI baseUri) {
+            this.baseUri = Objects.requireNonNull(baseUri, "baseUri");
+        }
+
+        /** Sent as {@code Authorization: Bearer <key>}. */
+        public Builder apiKey(String apiKey) {
+            this.apiKey = apiKey;
+            return this;
+        }
+
+        /** The default model of requests that name none (else the server's default). */
+        public Builder model(String model) {
+            this.model = model;
+            return this;
+        }
+
+        /** The element type to ask for (float32, float16, bfloat16, int8, uint8, binary). */
+        public Builder dtype(Dtype dtype) {
+            this.dtype = dtype;
+            return this;
+        }
+
+        public Builder dimensions(Integer dimensions) {
+            this.dimensions = dimensions;
+            return this;
+        }
+
+        /**
+         * The acceptable formats in preference order (default raw, MessagePack, Protobuf, JSON). Arrow needs
+         * densewire-arrow on the class path.
+         */
+        public Builder formats(Format... preference) {
+            Set<Format> seen = EnumSet.noneOf(Format.class);
+            List<Format> list = new ArrayList<>();
+            for (Format f : preference) {
+                if (seen.add(f)) {
+                    list.add(f);
+                }
+            }
+            if (list.isEmpty()) {
+                throw new IllegalArgumentException("at least one format");
+            }
+            this.formats = list;
+            return this;
+        }
+
+        /** Rows per request of {@link #embedMany} (1 to 2048; default 256). */
+        public Builder batchSize(int batchSize) {
+            if (batchSize < 1 || batchSize > 2048) {
+                throw new IllegalArgumentException("batchSize must be 1..2048, got " + batchSize);
+            }
+            this.batchSize = batchSize;
+            return this;
+        }
+
+        /** Requests in flight at once in {@link #embedMany} (default 4). */
+        public Builder maxConcurrency(int maxConcurrency) {
+            if (maxConcurrency < 1) {
+                throw new IllegalArgumentException("maxConcurrency must be at least 1");
+            }
+            this.maxConcurrency = maxConcurrency;
+            return this;
+        }
+
+        public Builder timeout(Duration timeout) {
+            this.timeout = Objects.requireNonNull(timeout);
+            return this;
+        }
+
+        /** Ask for gzip-compressed responses (default true; the JDK decodes gzip, not zstd or br). */
+        public Builder gzip(boolean gzip) {
+            this.gzip = gzip;
+            return this;
+        }
+
+        /** Use this HttpClient (its executor, proxy, TLS and HTTP version settings). */
+        public Builder httpClient(HttpClient http) {
+            this.http = http;
+            return this;
+        }
+
+        public DensewireClient build() {
+            if (formats.contains(Format.ARROW) && !ArrowSupport.available()) {
+                throw new IllegalStateException("Format.ARROW needs dev.densewire:densewire-arrow on the class path");
+            }
+            return new DensewireClient(this);
+        }
+    }
+
+}

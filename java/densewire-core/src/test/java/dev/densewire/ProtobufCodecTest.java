@@ -1,0 +1,93 @@
+package dev.densewire;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.CodedOutputStream;
+import dev.densewire.DensewireException.Category;
+import dev.densewire.proto.DType;
+import dev.densewire.proto.EmbeddingsResponse;
+import dev.densewire.proto.Usage;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.util.Arrays;
+import org.junit.jupiter.api.Test;
+
+/** The hand-written Protobuf codec against protobuf-java classes generated from proto/densewire/v1/tensor.proto. */
+class ProtobufCodecTest {
+    private static final Tensor T = Tensor.ofFloats(2, 3, new float[] {1f, -2.5f, 0.1f, 3f, 0.5f, -1f});
+
+    private static dev.densewire.proto.Tensor official(Tensor t) {
+        return dev.densewire.proto.Tensor.newBuilder().setDtypeValue(t.dtype().protoValue())
+                .addShape(t.rows()).addShape(t.dims()).setData(ByteString.copyFrom(t.toByteArray())).build();
+    }
+
+    @Test
+    void byteExactWithTheOfficialSerializer() throws Exception {
+        for (Tensor t : new Tensor[] {T, Tensor.ofFloats(0, 4, new float[0]), Tensor.ofFloats(200, 300, new float[60000]),
+            T.convert(Dtype.FLOAT16), T.convert(Dtype.BINARY)}) {
+            assertArrayEquals(official(t).toByteArray(), ProtobufCodec.encodeTensor(t));
+            assertEquals(t, ProtobufCodec.decodeTensor(official(t).toByteArray()));
+            for (String model : new String[] {"", "m", "x".repeat(300)}) {
+                for (long[] u : new long[][] {{0, 0}, {7, 7}, {0, 1L << 40}}) {
+                    EmbeddingsResponse r = EmbeddingsResponse.newBuilder().setModel(model).setEmbeddings(official(t))
+                            .setUsage(Usage.newBuilder().setPromptTokens(u[0]).setTotalTokens(u[1])).build();
+                    Embeddings e = new Embeddings(t, model, new Embeddings.Usage(u[0], u[1]));
+                    assertArrayEquals(r.toByteArray(), ProtobufCodec.encodeResponse(e));
+                    Embeddings back = ProtobufCodec.decodeResponse(r.toByteArray());
+                    assertEquals(t, back.tensor());
+                    assertEquals(new Embeddings.Usage(u[0], u[1]), back.usage());
+                    assertEquals(EmbeddingsResponse.parseFrom(ProtobufCodec.encodeResponse(e)), r);
+                }
+            }
+        }
+        assertEquals(DType.DTYPE_BINARY, dev.densewire.proto.Tensor.parseFrom(ProtobufCodec.encodeTensor(T.convert(Dtype.BINARY))).getDtype());
+    }
+
+    @Test
+    void unpackedShapeAndUnknownFieldsAreAccepted() throws IOException {
+        ByteArrayOutputStream buf = new ByteArrayOutputStream();
+        CodedOutputStream out = CodedOutputStream.newInstance(buf);
+        out.writeString(15, "unknown");
+        out.writeFixed64(14, 1);
+        out.writeUInt64(2, 2); // shape unpacked
+        out.writeUInt64(2, 3);
+        out.writeEnum(1, 1);
+        out.writeFixed32(13, 1);
+        out.writeBytes(3, ByteString.copyFrom(T.toByteArray()));
+        out.flush();
+        assertEquals(T, ProtobufCodec.decodeTensor(buf.toByteArray()));
+    }
+
+    @Test
+    void everyTruncationIsTruncated() {
+        byte[] body = ProtobufCodec.encodeResponse(new Embeddings(T, "model", new Embeddings.Usage(3, 3)));
+        int truncated = 0;
+        for (int len = 1; len < body.length; len++) {
+            try {
+                ProtobufCodec.decodeResponse(Arrays.copyOf(body, len));
+                // cut at a field boundary after the tensor: a valid message (protobuf cannot tell)
+            } catch (DensewireException e) {
+                if (e.category() == Category.INVALID_FIELD) { // cut at a boundary before the tensor
+                    assertEquals("embeddings", e.field().orElseThrow(), "length " + len);
+                } else {
+                    assertEquals(Category.TRUNCATED, e.category(), "length " + len + ": " + e.getMessage());
+                    assertEquals(len, e.offset().getAsLong(), "length " + len);
+                    truncated++;
+                }
+            }
+        }
+        assertEquals(body.length - 3, truncated); // every cut but the two top-level field boundaries
+    }
+
+    @Test
+    void fieldErrors() {
+        DensewireException missing = assertThrows(DensewireException.class, () -> ProtobufCodec.decodeResponse(new byte[0]));
+        assertEquals("embeddings", missing.field().orElseThrow());
+        DensewireException group = assertThrows(DensewireException.class, () -> ProtobufCodec.decodeTensor(new byte[] {0x0B}));
+        assertEquals(Category.MALFORMED, group.category());
+        assertEquals(0, group.offset().getAsLong());
+    }
+}

@@ -1,0 +1,172 @@
+package dev.densewire.jackson;
+
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.exc.StreamReadException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import dev.densewire.DensewireException;
+import dev.densewire.DensewireException.Category;
+import dev.densewire.Embeddings;
+import dev.densewire.EncodingFormat;
+import dev.densewire.Endianness;
+import dev.densewire.JsonEnvelope;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The JSON envelope of SPEC.md section 6 with Jackson: read responses (densewire's or any OpenAI-compatible
+ * server's) into {@link Embeddings}, write the canonical response, read and write requests and error envelopes.
+ * Every failure is a {@link DensewireException} with the category and field the spec gives.
+ */
+public final class DensewireJson {
+    private static final ObjectMapper MAPPER = JsonMapper.builder()
+            .enable(StreamReadFeature.USE_FAST_DOUBLE_PARSER)
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+            .build();
+
+    private DensewireJson() {
+    }
+
+    /** The mapper used here (plain Jackson defaults plus fast double parsing, strict about trailing tokens). */
+    public static ObjectMapper mapper() {
+        return MAPPER;
+    }
+
+    // ------------------------------------------------------------------ responses
+
+    public static Embeddings readResponse(byte[] json) {
+        return read(json, null, null).toEmbeddings();
+    }
+
+    public static Embeddings readResponse(String json) {
+        return read(null, json, null).toEmbeddings();
+    }
+
+    public static Embeddings readResponse(InputStream json) {
+        return read(null, null, json).toEmbeddings();
+    }
+
+    /** The response POJO as read, before its rows are decoded. */
+    public static EmbeddingsResponse readResponsePojo(byte[] json) {
+        return read(json, null, null);
+    }
+
+    private static EmbeddingsResponse read(byte[] bytes, String text, InputStream in) {
+        try {
+            EmbeddingsResponse r = bytes != null ? MAPPER.readValue(bytes, EmbeddingsResponse.class)
+                    : text != null ? MAPPER.readValue(text, EmbeddingsResponse.class)
+                    : MAPPER.readValue(in, EmbeddingsResponse.class);
+            if (r == null) {
+                throw new DensewireException(Category.MALFORMED, "an embeddings response must be a JSON object", 0, null);
+            }
+            return r;
+        } catch (JsonProcessingException e) {
+            throw translate(e);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * The canonical response: compact, keys in spec order, rows as Base64 (in {@code order}) or numbers.
+     *
+     * @throws DensewireException {@code non_finite} when {@code format} is float and a value is NaN or infinite
+     */
+    public static byte[] writeResponse(Embeddings embeddings, EncodingFormat format, Endianness order) {
+        return JsonEnvelope.encode(embeddings, format, order);
+    }
+
+    // ------------------------------------------------------------------ requests and errors
+
+    public static byte[] writeRequest(EmbeddingsRequest request) {
+        try {
+            return MAPPER.writeValueAsBytes(request);
+        } catch (JsonProcessingException e) {
+            throw new IllegalArgumentException("cannot write the request: " + e.getOriginalMessage(), e);
+        }
+    }
+
+    /** Reads a request strictly: unknown fields are {@code invalid_field} naming the field (SPEC.md 6.1). */
+    public static EmbeddingsRequest readRequest(byte[] json) {
+        try {
+            return MAPPER.readerFor(EmbeddingsRequest.class)
+                    .with(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES).readValue(json);
+        } catch (JsonProcessingException e) {
+            throw translate(e);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** The error envelope of a category, message, field and offset (SPEC.md section 11). */
+    public static byte[] writeError(DensewireException error) {
+        ApiError e = new ApiError();
+        e.error = new ApiError.Body();
+        e.error.message = error.field().map(f -> f + ": ").orElse("") + error.detail();
+        e.error.type = error.category().httpStatus() >= 500 ? "server_error" : "invalid_request_error";
+        e.error.param = error.field().orElse(null);
+        e.error.code = error.category().code();
+        e.error.offset = error.offset().isPresent() ? error.offset().getAsLong() : null;
+        try {
+            return MAPPER.writeValueAsBytes(e);
+        } catch (JsonProcessingException x) {
+            throw new IllegalStateException(x);
+        }
+    }
+
+    /** An error envelope, or null when the body is not one. */
+    public static ApiError readError(byte[] json) {
+        try {
+            ApiError e = MAPPER.readValue(json, ApiError.class);
+            return e == null || e.error == null ? null : e;
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    // ------------------------------------------------------------------ exceptions
+
+    /**
+     * A Jackson exception as a densewire error: vector errors keep their category, offset and path; bad JSON is
+     * {@code malformed} at its character offset; a value of the wrong type is {@code invalid_field} on its path;
+     * an unknown request field is {@code invalid_field} naming it.
+     */
+    public static DensewireException translate(JsonProcessingException e) {
+        if (e instanceof DensewireJsonException) {
+            return ((DensewireJsonException) e).toDensewireException();
+        }
+        if (e.getCause() instanceof DensewireException) {
+            return (DensewireException) e.getCause();
+        }
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof StreamReadException) { // not JSON at all: bad token, end of input
+                JsonLocation loc = ((StreamReadException) t).getLocation();
+                long offset = loc == null ? -1 : loc.getCharOffset() >= 0 ? loc.getCharOffset() : loc.getByteOffset();
+                return new DensewireException(Category.MALFORMED, "invalid JSON: " + ((StreamReadException) t).getOriginalMessage(),
+                        offset, null, e);
+            }
+        }
+        if (e instanceof UnrecognizedPropertyException) {
+            String name = ((UnrecognizedPropertyException) e).getPropertyName();
+            return new DensewireException(Category.INVALID_FIELD, "unknown field", -1, name, e);
+        }
+        if (e instanceof JsonMappingException && !((JsonMappingException) e).getPath().isEmpty()) {
+            String path = DensewireJsonException.jsonPath(((JsonMappingException) e).getPath());
+            return new DensewireException(Category.INVALID_FIELD, e.getOriginalMessage(), -1, path, e);
+        }
+        JsonLocation loc = e.getLocation();
+        long offset = loc == null ? -1 : loc.getCharOffset() >= 0 ? loc.getCharOffset() : loc.getByteOffset();
+        return new DensewireException(Category.MALFORMED, "invalid JSON: " + e.getOriginalMessage(), offset, null, e);
+    }
+
+    static String utf8(byte[] b) {
+        return new String(b, StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,100 @@
+package dev.densewire.jackson;
+
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.annotation.JsonPropertyOrder;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
+import dev.densewire.DensewireException;
+import dev.densewire.DensewireException.Category;
+import dev.densewire.Embeddings;
+import dev.densewire.JsonEnvelope;
+import dev.densewire.Tensor;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The JSON embeddings response of SPEC.md section 6.2 as Jackson reads it: OpenAI's fields plus densewire's
+ * {@code dtype}, {@code byteorder} and {@code dimensions} (optional: OpenAI does not send them). Unknown keys are
+ * ignored. {@link #toEmbeddings()} places the rows by index and decodes them into one {@link Tensor}.
+ */
+@JsonIgnoreProperties(ignoreUnknown = true)
+@JsonInclude(JsonInclude.Include.NON_NULL)
+@JsonPropertyOrder({"object", "data", "model", "usage", "dtype", "byteorder", "dimensions"})
+public final class EmbeddingsResponse {
+    /** One {@code data[i]} item. The embedding is a Base64 String, a double[] of numbers, or a marker. */
+    @JsonIgnoreProperties(ignoreUnknown = true)
+    @JsonPropertyOrder({"object", "index", "embedding"})
+    public static final class Item {
+        @JsonProperty("object")
+        public String object;
+        /** As read: an integer is checked by {@link #toEmbeddings()}; anything else is {@code invalid_field}. */
+        @JsonProperty("index")
+        public JsonNode index;
+        @JsonProperty("embedding")
+        @JsonDeserialize(using = RawEmbeddingDeserializer.class)
+        @JsonSerialize(using = RawEmbeddingSerializer.class)
+        public Object embedding;
+    }
+
+    /** Token counts. */
+    @JsonIgnoreProperties(ignoreUnknown = true)
+    public static final class Usage {
+        @JsonProperty("prompt_tokens")
+        public Long promptTokens;
+        @JsonProperty("total_tokens")
+        public Long totalTokens;
+    }
+
+    @JsonProperty("object")
+    public String object;
+    @JsonProperty("data")
+    public List<Item> data;
+    @JsonProperty("model")
+    public String model;
+    @JsonProperty("usage")
+    public Usage usage;
+    @JsonProperty("dtype")
+    public String dtype;
+    @JsonProperty("byteorder")
+    public String byteorder;
+    @JsonProperty("dimensions")
+    public Long dimensions;
+
+    /**
+     * The decoded tensor with model and usage.
+     *
+     * @throws DensewireException with the category and field of SPEC.md section 6 (e.g. {@code shape_mismatch}
+     *     on {@code data[1].embedding})
+     */
+    public Embeddings toEmbeddings() {
+        if (data == null) {
+            throw new DensewireException(Category.INVALID_FIELD, "missing or not an array", -1, "data");
+        }
+        List<JsonEnvelope.Row> rows = new ArrayList<>(data.size());
+        for (int i = 0; i < data.size(); i++) {
+            Item item = data.get(i);
+            if (item == null) {
+                throw new DensewireException(Category.INVALID_FIELD, "each item must be an object with an embedding", -1,
+                        "data[" + i + "]");
+            }
+            Object index = item.index == null || item.index.isNull() ? null
+                    : item.index.isIntegralNumber() ? (Object) (item.index.canConvertToLong() ? item.index.longValue() : Long.MAX_VALUE)
+                    : item.index.toString();
+            rows.add(new JsonEnvelope.Row(i, index, item.embedding == null ? JsonEnvelope.wrongType() : item.embedding));
+        }
+        Tensor tensor = JsonEnvelope.assemble(rows, dtype, byteorder, dimensions);
+        Embeddings.Usage u = null;
+        if (usage != null) {
+            long p = usage.promptTokens == null ? 0 : usage.promptTokens;
+            long t = usage.totalTokens == null ? 0 : usage.totalTokens;
+            if (p < 0 || t < 0) {
+                throw new DensewireException(Category.INVALID_FIELD, "token counts must be non-negative", -1, "usage");
+            }
+            u = new Embeddings.Usage(p, t);
+        }
+        return new Embeddings(tensor, model, u);
+    }
+}
