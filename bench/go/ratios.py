@@ -1,0 +1,24 @@
+"""Median over rounds of (baseline time / benchmark time), from `go test -bench` output holding one
+result per benchmark per round (run.sh). Encode benchmarks compare with Encode_JSONBaseline,
+decode ones with Decode_JSONBaseline."""
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+rounds = defaultdict(list)  # name -> [ns/op per round]
+sizes = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"Benchmark(\S+?)-\d+\s+\d+\s+([\d.]+) ns/op(?:.*?\s([\d.]+) body-B)?", line)
+    if m:
+        rounds[m.group(1)].append(float(m.group(2)))
+        if m.group(3):
+            sizes[m.group(1)] = int(float(m.group(3)))
+
+print(f"{'benchmark':34} {'median ms':>10} {'x JSON baseline':>16} {'body bytes':>11}")
+for name, times in rounds.items():
+    base = "Encode_JSONBaseline" if name.startswith("Encode") else "Decode_JSONBaseline"
+    ratio = ""
+    if name.split("_")[0] in ("Encode", "Decode") and base in rounds and len(rounds[base]) == len(times):
+        ratio = f"{statistics.median(b / t for b, t in zip(rounds[base], times)):.1f}"
+    print(f"{name:34} {statistics.median(times) / 1e6:10.3f} {ratio:>16} {sizes.get(name, ''):>11}")

@@ -1,0 +1,56 @@
+// Package densewire moves embeddings and other dense numeric tensors between services in the
+// formats of the densewire wire spec 1.0 (SPEC.md at the repository root): Base64, the
+// OpenAI-compatible JSON envelope, raw bodies, MessagePack, Protobuf and Arrow, with the same bytes
+// and the same errors as the Python, TypeScript, Java, Rust and Ruby libraries.
+//
+// Import it as
+//
+//	import densewire "github.com/densewire/densewire/go"
+//
+// # Tensors
+//
+// A [Tensor] is an (N, D) row-major matrix of one [DType] (float32, float16, bfloat16, float64,
+// int8, uint8, binary) whose Data holds the little-endian bytes. [NewTensor] checks a buffer
+// against a shape; [FromFloat32], [FromFloat64] and [FromRows] build tensors converting as the
+// spec's section 3 says ([Float16Bits], [BFloat16Bits], [Float64ToFloat32], [PackBinary]).
+// [Tensor.Float32] widens any dtype but binary to a []float32 in one bulk pass; [ViewFloat32] and
+// [Tensor.ViewFloat32] give the same without a copy when that is sound (little-endian host,
+// 4-byte aligned data). [Meta] carries the model and token usage of an embeddings response;
+// encoders given a nil *Meta write a bare tensor.
+//
+// # Codecs
+//
+// Each format has an encoder and a decoder; decoders never infer a shape from a byte length, and
+// read in place where the format allows (the tensor then aliases the input):
+//
+//   - Base64: [EncodeBase64], [AppendBase64], [DecodeBase64] (strict, either byte order)
+//   - JSON embeddings envelope: [EncodeJSON], [AppendJSON], [DecodeJSON]
+//   - raw body: [SetRawHeaders] (the body is Tensor.Data), [DecodeRaw]
+//   - MessagePack: [EncodeMsgpack], [AppendMsgpack], [DecodeMsgpack]
+//   - Protobuf (proto/densewire/v1/tensor.proto): [EncodeProtobuf], [AppendProtobuf],
+//     [DecodeProtobuf] (EmbeddingsResponse), [DecodeProtobufTensor] (Tensor); the generated
+//     message types are in the subpackage densewirepb
+//   - Arrow IPC stream: the subpackage arrowipc, which registers itself with [Encode] and
+//     [Decode] (the format-generic entry points) when imported
+//
+// # HTTP
+//
+// [Client] calls POST /v1/embeddings on a densewire or OpenAI-compatible server: it splits the
+// input into batches sent concurrently (bounded, cancelled together by the context), asks for the
+// fastest body it can decode (raw, MessagePack, Protobuf, then JSON) and decodes whatever the
+// server chose. On the server side, [Negotiate] and [NegotiateRequest] pick a format from Accept
+// (q-values, RFC 9110) or the format query parameter, [WriteTensor] and [TensorHandler] answer in
+// it with Vary and optional gzip, and [WriteError] writes the OpenAI error envelope.
+//
+// # Errors
+//
+// Every failure is an [*Error] with a [Category] of the spec's section 11 (invalid_base64,
+// length_mismatch, shape_mismatch, unknown_dtype, truncated, malformed, invalid_field,
+// non_finite, and the HTTP ones), an Offset (characters of a Base64 string, bytes of a body; -1
+// when none) and a Field (a JSON path such as data[3].embedding, a MessagePack/Protobuf field
+// name or an HTTP header). Use errors.As to get at it, and errors.Is with a Category:
+//
+//	if errors.Is(err, densewire.Truncated) { ... }
+//
+// Errors answered by a server keep its status, code, param, offset and message.
+package densewire

@@ -1,0 +1,144 @@
+package densewire_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+
+	densewire "github.com/densewire/densewire/go"
+	_ "github.com/densewire/densewire/go/arrowipc" // registers the Arrow codec
+)
+
+// The README's code blocks are these examples' bodies (TestReadmeExamples checks it).
+
+func ExampleClient_Embed() {
+	// A densewire (or any OpenAI-compatible) embeddings server; here an in-process one.
+	server := httptest.NewServer(&densewire.TensorHandler{Tensor: func(r *http.Request) (*densewire.Tensor, *densewire.Meta, error) {
+		t, err := densewire.FromRows([][]float32{{1, -2.5, 0.1}, {3, 0.5, -1}}, densewire.Float32)
+		return t, &densewire.Meta{Model: "m", PromptTokens: 6, TotalTokens: 6}, err
+	}})
+	defer server.Close()
+
+	client := &densewire.Client{BaseURL: server.URL, APIKey: "sk-...", BatchSize: 256, Concurrency: 4}
+	t, meta, err := client.Embed(context.Background(), &densewire.EmbeddingsRequest{
+		Input: []string{"first text", "second text"},
+		Model: "m",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	vectors, _ := t.Float32() // row-major, t.N rows of t.D values
+	fmt.Println(t.N, t.D, t.DType, meta.Model, meta.TotalTokens)
+	fmt.Println(vectors[:3])
+	// Output:
+	// 2 3 float32 m 6
+	// [1 -2.5 0.1]
+}
+
+func ExampleTensorHandler() {
+	handler := &densewire.TensorHandler{Tensor: func(r *http.Request) (*densewire.Tensor, *densewire.Meta, error) {
+		t, err := densewire.FromFloat32([]float32{0.25, -1, 0.5, 2}, 2, 2, densewire.Float16)
+		return t, &densewire.Meta{Model: "m"}, err
+	}}
+	// http.Handle("/v1/vectors", handler)
+
+	req := httptest.NewRequest("GET", "/v1/vectors", nil)
+	req.Header.Set("Accept", "application/json;q=0.5, application/vnd.msgpack")
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, req)
+	fmt.Println(rec.Code, rec.Header().Get("Content-Type"), rec.Header().Get("Vary"))
+
+	t, _, err := densewire.DecodeMsgpack(rec.Body.Bytes())
+	if err != nil {
+		log.Fatal(err)
+	}
+	values, _ := t.Float32()
+	fmt.Println(t.DType, t.N, t.D, values)
+	// Output:
+	// 200 application/vnd.msgpack Accept, Accept-Encoding
+	// float16 2 2 [0.25 -1 0.5 2]
+}
+
+func ExampleDecodeBase64() {
+	// Elasticsearch's pack_dense_vector and Jackson's @JsonFormat(shape = BINARY) write big-endian
+	// float32; OpenAI's encoding_format=base64 writes little-endian.
+	t, err := densewire.DecodeBase64("P4AAAMAgAAA9zMzN", densewire.Float32, 1, 3, densewire.BigEndian)
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, _ := t.Float32()
+	fmt.Println(v)
+	fmt.Println(densewire.EncodeBase64(t, densewire.LittleEndian))
+	// Output:
+	// [1 -2.5 0.1]
+	// AACAPwAAIMDNzMw9
+}
+
+func ExampleDecodeJSON() {
+	body := []byte(`{"object":"list","data":[
+		{"object":"embedding","index":1,"embedding":"AABAQAAAAD8AAIC/"},
+		{"object":"embedding","index":0,"embedding":"AACAPwAAIMDNzMw9"}],
+		"model":"text-embedding-3-small","usage":{"prompt_tokens":6,"total_tokens":6}}`)
+	t, meta, err := densewire.DecodeJSON(body) // rows are placed by index
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, _ := t.Float32()
+	fmt.Println(t.N, t.D, meta.Model, v)
+	// Output:
+	// 2 3 text-embedding-3-small [1 -2.5 0.1 3 0.5 -1]
+}
+
+func ExampleViewFloat32() {
+	t, _ := densewire.DecodeBase64("AACAPwAAIMDNzMw9", densewire.Float32, 1, 3, densewire.LittleEndian)
+	if v, ok := t.ViewFloat32(); ok { // no copy: little-endian host, aligned buffer
+		fmt.Println(v)
+	}
+	// Output:
+	// [1 -2.5 0.1]
+}
+
+func ExampleFromFloat32() {
+	v := []float32{1, -2.5, 65520, 0x1p-25}
+	half, _ := densewire.FromFloat32(v, 1, 4, densewire.Float16)
+	fmt.Printf("% x\n", half.Data) // little-endian float16: 1, -2.5, +Inf (overflow), 0 (tie to even)
+	bits, _ := densewire.FromFloat32([]float32{0.3, -0.1, 0, 2}, 1, 4, densewire.Binary)
+	fmt.Printf("%08b\n", bits.Data[0]) // 1 where the value is > 0, most significant bit first
+	// Output:
+	// 00 3c 00 c1 00 7c 00 00
+	// 10010000
+}
+
+func ExampleEncodeMsgpack() {
+	t, _ := densewire.NewTensor(densewire.Uint8, 1, 3, []byte{1, 2, 3})
+	fmt.Printf("%x\n", densewire.EncodeMsgpack(t, nil))
+	fmt.Printf("%x\n", densewire.EncodeProtobuf(t, nil))
+	// Output:
+	// 83a56474797065a575696e7438a57368617065920103a464617461c403010203
+	// 0806120201031a03010203
+}
+
+func ExampleError() {
+	_, _, err := densewire.DecodeMsgpack([]byte{0x83, 0xa5, 'd', 't'})
+	var e *densewire.Error
+	if errors.As(err, &e) {
+		fmt.Println(e.Category, e.Offset, e.Category.HTTPStatus())
+	}
+	fmt.Println(errors.Is(err, densewire.Truncated))
+	fmt.Println(err)
+	// Output:
+	// truncated 4 400
+	// true
+	// densewire: MessagePack body ends early at offset 4
+}
+
+func ExampleNegotiate() {
+	offered := []densewire.Format{densewire.FormatJSON, densewire.FormatRaw, densewire.FormatMsgpack}
+	f, mediaType, ok := densewire.Negotiate("application/x-msgpack, application/json;q=0.5", offered)
+	fmt.Println(f, mediaType, ok)
+	// Output:
+	// msgpack application/x-msgpack true
+}
