@@ -23,7 +23,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response
 
-from densewire import DensewireError, Embeddings, encode
+from densewire import MEDIA_TYPES, DensewireError, Embeddings, encode
 
 from .compression import compress
 from .negotiation import VARY, negotiate_encoding, negotiate_format
@@ -113,27 +113,27 @@ class EmbeddingsResponse(Response):
 
 class JSONEmbeddingsResponse(EmbeddingsResponse):
     format = "json"
-    media_type = "application/json"
+    media_type = MEDIA_TYPES["json"]
 
 
 class RawEmbeddingsResponse(EmbeddingsResponse):
     format = "raw"
-    media_type = "application/octet-stream"
+    media_type = MEDIA_TYPES["raw"]
 
 
 class MsgpackEmbeddingsResponse(EmbeddingsResponse):
     format = "msgpack"
-    media_type = "application/vnd.msgpack"
+    media_type = MEDIA_TYPES["msgpack"]
 
 
 class ProtobufEmbeddingsResponse(EmbeddingsResponse):
     format = "protobuf"
-    media_type = "application/protobuf"
+    media_type = MEDIA_TYPES["protobuf"]
 
 
 class ArrowEmbeddingsResponse(EmbeddingsResponse):
     format = "arrow"
-    media_type = "application/vnd.apache.arrow.stream"
+    media_type = MEDIA_TYPES["arrow"]
 
 
 RESPONSE_CLASSES: dict[str, type[EmbeddingsResponse]] = {
