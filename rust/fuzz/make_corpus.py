@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of every fuzz target from the golden vectors (run from anywhere):
+
+    python3 rust/fuzz/make_corpus.py
+
+corpus/<target>/<case id> holds one golden input (valid and invalid) in the form that target reads;
+corpus/<target>/regression-* are inputs that once made a target fail, kept as they are.
+"""
+import json
+import pathlib
+
+HERE = pathlib.Path(__file__).resolve().parent
+GOLDEN = HERE.parents[1] / "testdata" / "golden"
+DTYPES = ["float32", "float16", "bfloat16", "float64", "int8", "uint8", "binary"]
+
+
+def cases(name):
+    return json.loads((GOLDEN / f"{name}.json").read_text())["cases"]
+
+
+def main():
+    out = {t: {} for t in ["base64", "raw", "json", "request", "negotiate", "msgpack", "protobuf", "arrow"]}
+    for c in cases("tensors") + cases("invalid") + cases("interop"):
+        fmt = c["format"]
+        body = bytes.fromhex(c["encoded_hex"]) if "encoded_hex" in c else bytes.fromhex(c.get("input_hex", ""))
+        text = c.get("encoded_text", c.get("input_text"))
+        if fmt == "base64" and text is not None:
+            out["base64"][c["id"]] = text.encode()
+        elif fmt == "json" and text is not None:
+            out["json"][c["id"]] = text.encode()
+        elif fmt == "raw" and "headers" in c:
+            h = {k.lower(): v for k, v in c["headers"].items()}
+            dtype = DTYPES.index(h["densewire-dtype"]) if h.get("densewire-dtype") in DTYPES else 7
+            shape = h.get("densewire-shape", "0,0").split(",")
+            try:
+                n, d = int(shape[0]) % 8, int(shape[1]) % 256
+            except (ValueError, IndexError):
+                n, d = 0, 0
+            out["raw"][c["id"]] = bytes([dtype, n, d]) + body
+        elif fmt in ("msgpack", "protobuf", "arrow") and body:
+            out[fmt][c["id"]] = body
+    requests = [
+        '{"input":["a","b"],"model":"m"}', '{"input":"hello","encoding_format":"base64","dtype":"float16"}',
+        '{"input":[1,2,3],"dimensions":8,"byteorder":"big","truncate":false}', '{"input":[[1,2],[3]],"user":"u"}',
+        '{"input":"a","dimension":3}', '{"input":["a",""]}', '{"input":"a","dtype":"fp16"}',
+    ]
+    for i, r in enumerate(requests):
+        out["request"][f"request{i}"] = r.encode()
+    accepts = ["application/json", "*/*;q=0.5, application/json;q=0", "application/*;q=0.9, application/octet-stream",
+               "text/html", "application/x-msgpack;q=0.3, */*;q=0.1", ""]
+    for i, a in enumerate(accepts):
+        out["negotiate"][f"accept{i}"] = a.encode()
+    for target, files in out.items():
+        d = HERE / "corpus" / target
+        d.mkdir(parents=True, exist_ok=True)
+        for old in d.iterdir():  # inputs that once crashed a target (regression-*) are kept
+            if not old.name.startswith("regression-"):
+                old.unlink()
+        for name, data in files.items():
+            (d / name).write_bytes(data)
+        print(f"corpus/{target}: {len(files)} seeds")
+
+
+if __name__ == "__main__":
+    main()

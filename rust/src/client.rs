@@ -1,0 +1,230 @@
+//! An async client for `POST /v1/embeddings` (feature `reqwest`): negotiates a binary format,
+//! decodes the response without copying the tensor out of the received [`Bytes`], and runs large
+//! jobs as a stream of batches with bounded concurrency (`buffer_unordered`).
+
+use crate::error::{Error, ErrorKind, Result, err};
+use crate::format::{Embeddings, Format, Usage};
+use crate::json::{EmbeddingsRequest, Input};
+use crate::tensor::{Tensor, aligned_zeroed, realigned};
+use futures_util::stream::{self, Stream, StreamExt};
+use std::time::Duration;
+
+/// A client of a densewire (or any OpenAI-compatible) embeddings server.
+///
+/// ```no_run
+/// # async fn demo() -> densewire::Result<()> {
+/// use densewire::{Client, EmbeddingsRequest, Format};
+/// let client = Client::builder("http://127.0.0.1:8000").format(Format::Raw).concurrency(8).build()?;
+/// let e = client.embed(&EmbeddingsRequest::new(["hello", "world"])).await?;
+/// let vectors = e.tensor.as_f32()?; // a view into the response body when it is aligned
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    url: String,
+    api_key: Option<String>,
+    format: Format,
+    concurrency: usize,
+    batch_size: usize,
+}
+
+/// Builds a [`Client`].
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    base_url: String,
+    api_key: Option<String>,
+    format: Format,
+    concurrency: usize,
+    batch_size: usize,
+    timeout: Option<Duration>,
+    http: Option<reqwest::Client>,
+}
+
+impl ClientBuilder {
+    /// Sends `Authorization: Bearer KEY`.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// The response format to ask for (default [`Format::Raw`]); JSON stays acceptable at a lower
+    /// q-value, so OpenAI-compatible servers that know only JSON still answer.
+    pub fn format(mut self, format: Format) -> Self {
+        self.format = format;
+        self
+    }
+
+    /// Requests in flight at once for [`Client::embed_stream`] (default 8).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// Inputs per request for [`Client::embed_stream`] (default 256, at most 2048).
+    pub fn batch_size(mut self, n: usize) -> Self {
+        self.batch_size = n.clamp(1, crate::json::MAX_INPUTS);
+        self
+    }
+
+    /// A timeout for each request.
+    pub fn timeout(mut self, t: Duration) -> Self {
+        self.timeout = Some(t);
+        self
+    }
+
+    /// Uses this reqwest client (for TLS, proxies, pools of your own).
+    pub fn http_client(mut self, c: reqwest::Client) -> Self {
+        self.http = Some(c);
+        self
+    }
+
+    /// The client.
+    pub fn build(self) -> Result<Client> {
+        if !self.format.is_supported() {
+            return Err(err(
+                ErrorKind::UnsupportedMediaType,
+                format!("{} support is not compiled in", self.format.media_type()),
+            ));
+        }
+        let http = match self.http {
+            Some(c) => c,
+            None => {
+                let mut b = reqwest::Client::builder().pool_max_idle_per_host(self.concurrency.max(8));
+                if let Some(t) = self.timeout {
+                    b = b.timeout(t);
+                }
+                b.build().map_err(transport)?
+            }
+        };
+        let base = self.base_url.trim_end_matches('/');
+        let url = if base.ends_with("/v1") { format!("{base}/embeddings") } else { format!("{base}/v1/embeddings") };
+        Ok(Client {
+            http,
+            url,
+            api_key: self.api_key,
+            format: self.format,
+            concurrency: self.concurrency,
+            batch_size: self.batch_size,
+        })
+    }
+}
+
+fn transport(e: reqwest::Error) -> Error {
+    err(ErrorKind::Unavailable, format!("HTTP transport failed: {e}"))
+}
+
+impl Client {
+    /// A builder for a server at `base_url` (e.g. `http://127.0.0.1:8000` or
+    /// `https://api.openai.com/v1`, given a TLS-enabled reqwest client).
+    pub fn builder(base_url: impl Into<String>) -> ClientBuilder {
+        ClientBuilder {
+            base_url: base_url.into(),
+            api_key: None,
+            format: Format::Raw,
+            concurrency: 8,
+            batch_size: 256,
+            timeout: None,
+            http: None,
+        }
+    }
+
+    /// The format this client asks for.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// One request. The response is decoded by its `Content-Type`; an error status becomes the
+    /// [`Error`] of its OpenAI error envelope (category, field and offset included).
+    pub async fn embed(&self, req: &EmbeddingsRequest) -> Result<Embeddings> {
+        let accept = if self.format == Format::Json {
+            "application/json".to_string()
+        } else {
+            format!("{}, application/json;q=0.1", self.format.media_type())
+        };
+        let mut rb = self
+            .http
+            .post(&self.url)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::ACCEPT, accept)
+            .body(req.to_json());
+        if let Some(k) = &self.api_key {
+            rb = rb.bearer_auth(k);
+        }
+        let resp = rb.send().await.map_err(transport)?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        // hyper joins the received chunks into one buffer; when that buffer does not start on an
+        // 8-byte boundary (a small body sliced out of the read buffer), it is copied once more into
+        // one that does, so that raw and Arrow tensors are always viewed in place.
+        let body = realigned(resp.bytes().await.map_err(transport)?);
+        if !status.is_success() {
+            return Err(Error::from_envelope(status.as_u16(), &body));
+        }
+        let ct = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json");
+        let format = Format::from_content_type(ct).ok_or_else(|| {
+            err(ErrorKind::UnsupportedMediaType, format!("the server answered with Content-Type {ct:?}"))
+                .field("Content-Type")
+        })?;
+        Embeddings::decode(format, &headers, body, true)
+    }
+
+    /// Embeds many texts as a stream of batches: `batch_size` texts a request, at most
+    /// `concurrency` requests in flight, results in completion order. Each item is the index of the
+    /// batch's first text and its embeddings. `template` supplies model, dtype, dimensions, ...
+    pub fn embed_stream<'a>(
+        &'a self,
+        texts: Vec<String>,
+        template: &'a EmbeddingsRequest,
+    ) -> impl Stream<Item = Result<(usize, Embeddings)>> + 'a {
+        let mut batches = Vec::with_capacity(texts.len().div_ceil(self.batch_size));
+        let mut it = texts.into_iter().peekable();
+        let mut start = 0;
+        while it.peek().is_some() {
+            let batch: Vec<String> = it.by_ref().take(self.batch_size).collect();
+            let n = batch.len();
+            batches.push((start, batch));
+            start += n;
+        }
+        stream::iter(batches)
+            .map(move |(start, batch)| {
+                let mut req = template.clone();
+                req.input = Input::Texts(batch);
+                async move { self.embed(&req).await.map(|e| (start, e)) }
+            })
+            .buffer_unordered(self.concurrency)
+    }
+
+    /// Embeds many texts (see [`Client::embed_stream`]) into one tensor, rows in input order,
+    /// usage summed.
+    pub async fn embed_all(&self, texts: Vec<String>, template: &EmbeddingsRequest) -> Result<Embeddings> {
+        let total = texts.len();
+        let mut parts: Vec<(usize, Embeddings)> = Vec::new();
+        let mut s = std::pin::pin!(self.embed_stream(texts, template));
+        while let Some(item) = s.next().await {
+            parts.push(item?);
+        }
+        parts.sort_by_key(|(start, _)| *start);
+        let Some((_, first)) = parts.first() else {
+            return Ok(Embeddings::from_tensor(Tensor::empty(template.dtype, template.dimensions.unwrap_or(0))));
+        };
+        let (dtype, dims, model) = (first.tensor.dtype(), first.tensor.dims(), first.model.clone());
+        let rb = first.tensor.row_bytes();
+        let mut buf = aligned_zeroed(rb * total);
+        let mut usage: Option<Usage> = None;
+        for (start, e) in &parts {
+            if e.tensor.dtype() != dtype || e.tensor.dims() != dims {
+                return Err(err(ErrorKind::ShapeMismatch, "batches came back with different dtypes or dimensions"));
+            }
+            let n = e.tensor.rows();
+            buf.as_mut_slice()[start * rb..(start + n) * rb].copy_from_slice(e.tensor.as_bytes());
+            if let Some(u) = e.usage {
+                let acc = usage.get_or_insert_with(Usage::default);
+                acc.prompt_tokens += u.prompt_tokens;
+                acc.total_tokens += u.total_tokens;
+            }
+        }
+        let tensor = Tensor::new(dtype, total, dims, buf.freeze())?;
+        Ok(Embeddings { tensor, model, usage })
+    }
+}

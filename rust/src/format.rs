@@ -1,0 +1,448 @@
+//! Media types, content negotiation (SPEC.md section 12), and the embeddings response that every
+//! format carries: a tensor with its model id and token usage.
+
+use crate::dtype::ByteOrder;
+use crate::error::{ErrorKind, Result, err};
+use crate::tensor::Tensor;
+use bytes::Bytes;
+use std::fmt;
+
+/// The five body formats of SPEC.md section 12, in the server's order of preference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// `application/json`: the OpenAI-compatible envelope (section 6).
+    Json,
+    /// `application/octet-stream`: the tensor's bytes, described by headers (section 7).
+    Raw,
+    /// `application/vnd.msgpack` (section 8).
+    Msgpack,
+    /// `application/protobuf` (section 9).
+    Protobuf,
+    /// `application/vnd.apache.arrow.stream` (section 10).
+    Arrow,
+}
+
+impl Format {
+    /// Every format, JSON first (the order that breaks ties in negotiation).
+    pub const ALL: [Format; 5] = [Format::Json, Format::Raw, Format::Msgpack, Format::Protobuf, Format::Arrow];
+
+    /// The canonical media type.
+    pub fn media_type(self) -> &'static str {
+        self.media_types()[0]
+    }
+
+    /// The canonical media type and its aliases.
+    pub fn media_types(self) -> &'static [&'static str] {
+        match self {
+            Format::Json => &["application/json"],
+            Format::Raw => &["application/octet-stream"],
+            Format::Msgpack => &["application/vnd.msgpack", "application/msgpack", "application/x-msgpack"],
+            Format::Protobuf => &["application/protobuf", "application/x-protobuf"],
+            Format::Arrow => &["application/vnd.apache.arrow.stream"],
+        }
+    }
+
+    /// The name used by the `format` query parameter (`json`, `raw`, `msgpack`, `protobuf`, `arrow`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Json => "json",
+            Format::Raw => "raw",
+            Format::Msgpack => "msgpack",
+            Format::Protobuf => "protobuf",
+            Format::Arrow => "arrow",
+        }
+    }
+
+    /// The format of a `format` query parameter value.
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// The format of a `Content-Type` value (aliases and parameters accepted, case-insensitive).
+    ///
+    /// ```
+    /// use densewire::Format;
+    /// assert_eq!(Format::from_content_type("application/x-msgpack"), Some(Format::Msgpack));
+    /// assert_eq!(Format::from_content_type("Application/JSON; charset=utf-8"), Some(Format::Json));
+    /// assert_eq!(Format::from_content_type("text/plain"), None);
+    /// ```
+    pub fn from_content_type(value: &str) -> Option<Format> {
+        let essence = value.split(';').next().unwrap_or("").trim();
+        Format::ALL.into_iter().find(|f| f.media_types().iter().any(|m| m.eq_ignore_ascii_case(essence)))
+    }
+
+    /// Whether this build of the crate can encode and decode the format (MessagePack, Protobuf and
+    /// Arrow are cargo features).
+    pub fn is_supported(self) -> bool {
+        match self {
+            Format::Json | Format::Raw => true,
+            Format::Msgpack => cfg!(feature = "msgpack"),
+            Format::Protobuf => cfg!(feature = "protobuf"),
+            Format::Arrow => cfg!(feature = "arrow"),
+        }
+    }
+
+    /// The formats this build supports, in preference order.
+    pub fn supported() -> Vec<Format> {
+        Format::ALL.into_iter().filter(|f| f.is_supported()).collect()
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.media_type())
+    }
+}
+
+/// Chooses the response format (SPEC.md section 12): a `format` query parameter overrides
+/// `Accept`; otherwise the highest q-value wins, a more specific range overrides a less specific
+/// one for the same type, `q=0` excludes, and ties go to the order of `offered` (JSON first).
+/// No `Accept` (or `*/*`) means JSON. Nothing acceptable is `not_acceptable`.
+///
+/// ```
+/// use densewire::{negotiate, Format};
+/// let all = Format::ALL;
+/// assert_eq!(negotiate(None, None, &all).unwrap(), Format::Json);
+/// assert_eq!(negotiate(Some("application/octet-stream"), None, &all).unwrap(), Format::Raw);
+/// assert_eq!(negotiate(Some("*/*;q=0.5, application/json;q=0"), None, &all).unwrap(), Format::Raw);
+/// assert_eq!(negotiate(Some("application/json"), Some("msgpack"), &all).unwrap(), Format::Msgpack);
+/// assert!(negotiate(Some("text/html"), None, &all).is_err());
+/// ```
+pub fn negotiate(accept: Option<&str>, format_param: Option<&str>, offered: &[Format]) -> Result<Format> {
+    let not_acceptable = |what: String| {
+        let list: Vec<&str> = offered.iter().map(|f| f.media_type()).collect();
+        err(ErrorKind::NotAcceptable, format!("{what}; supported types: {}", list.join(", ")))
+    };
+    if let Some(name) = format_param {
+        return match Format::from_name(name) {
+            Some(f) if offered.contains(&f) => Ok(f),
+            _ => Err(not_acceptable(format!("format={name} cannot be served")).field("format")),
+        };
+    }
+    let accept = match accept.map(str::trim) {
+        None | Some("") => return offered.first().copied().ok_or_else(|| not_acceptable("no format offered".into())),
+        Some(a) => a,
+    };
+    let ranges = parse_accept(accept);
+    let mut best: Option<(Format, u16)> = None;
+    for &f in offered {
+        let q = f.media_types().iter().filter_map(|m| quality(&ranges, m)).max().unwrap_or(0);
+        if q > 0 && best.is_none_or(|(_, bq)| q > bq) {
+            best = Some((f, q));
+        }
+    }
+    best.map(|(f, _)| f).ok_or_else(|| not_acceptable(format!("nothing in Accept: {accept} can be served")))
+}
+
+struct Range<'a> {
+    typ: &'a str,
+    sub: &'a str,
+    params: usize,
+    q: u16, // thousandths
+}
+
+fn parse_accept(accept: &str) -> Vec<Range<'_>> {
+    let mut out = Vec::new();
+    for part in accept.split(',') {
+        let mut pieces = part.split(';');
+        let mr = pieces.next().unwrap_or("").trim();
+        let Some((typ, sub)) = mr.split_once('/') else { continue };
+        let (typ, sub) = (typ.trim(), sub.trim());
+        if typ.is_empty() || sub.is_empty() {
+            continue;
+        }
+        let mut q = Some(1000u16);
+        let mut params = 0;
+        for p in pieces {
+            let Some((k, v)) = p.split_once('=') else { continue };
+            if k.trim().eq_ignore_ascii_case("q") {
+                q = parse_q(v.trim());
+                break; // parameters after q are accept-extensions
+            }
+            params += 1;
+        }
+        if let Some(q) = q {
+            out.push(Range { typ, sub, params, q });
+        }
+    }
+    out
+}
+
+fn parse_q(v: &str) -> Option<u16> {
+    let v = v.trim_matches('"');
+    let (int, frac) = v.split_once('.').unwrap_or((v, ""));
+    if frac.len() > 3 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let frac_val = format!("{frac:0<3}").parse::<u16>().ok()?;
+    match int {
+        "0" => Some(frac_val),
+        "1" if frac_val == 0 => Some(1000),
+        _ => None,
+    }
+}
+
+/// The q-value the most specific matching range gives to `media` (type/subtype), if any matches.
+fn quality(ranges: &[Range<'_>], media: &str) -> Option<u16> {
+    let (typ, sub) = media.split_once('/').expect("media types have a slash");
+    let mut best: Option<(u8, usize, u16)> = None; // (specificity, params, q)
+    for r in ranges {
+        let spec = if r.typ.eq_ignore_ascii_case(typ) && r.sub.eq_ignore_ascii_case(sub) {
+            2
+        } else if r.typ.eq_ignore_ascii_case(typ) && r.sub == "*" {
+            1
+        } else if r.typ == "*" && r.sub == "*" {
+            0
+        } else {
+            continue;
+        };
+        let key = (spec, r.params, r.q);
+        if best.is_none_or(|b| (key.0, key.1) > (b.0, b.1) || ((key.0, key.1) == (b.0, b.1) && key.2 > b.2)) {
+            best = Some(key);
+        }
+    }
+    best.map(|b| b.2)
+}
+
+/// Token counts of an embeddings response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Usage {
+    /// Tokens in the input.
+    pub prompt_tokens: u64,
+    /// Tokens billed.
+    pub total_tokens: u64,
+}
+
+/// How the JSON envelope writes each `embedding` (SPEC.md section 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum EncodingFormat {
+    /// An array of JSON numbers (integers for int8, uint8 and binary's packed bytes).
+    #[default]
+    Float,
+    /// A Base64 string of the row's bytes.
+    Base64,
+}
+
+impl EncodingFormat {
+    /// `float` or `base64`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EncodingFormat::Float => "float",
+            EncodingFormat::Base64 => "base64",
+        }
+    }
+}
+
+/// Options of the JSON envelope encoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct JsonOptions {
+    /// `float` (default) or `base64`.
+    pub encoding_format: EncodingFormat,
+    /// Byte order of Base64 rows (ignored for `float`).
+    pub byteorder: ByteOrder,
+}
+
+/// An embeddings response (or any tensor with optional model id and token usage): what every
+/// body format of SPEC.md carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Embeddings {
+    /// The vectors, one row per input.
+    pub tensor: Tensor,
+    /// The model id, when the body gives one.
+    pub model: Option<String>,
+    /// Token usage, when the body gives it.
+    pub usage: Option<Usage>,
+}
+
+impl Embeddings {
+    /// A bare tensor with no model or usage.
+    pub fn from_tensor(tensor: Tensor) -> Embeddings {
+        Embeddings { tensor, model: None, usage: None }
+    }
+
+    /// Encodes the response in `format`. For [`Format::Json`], `json` says how rows are written.
+    /// For [`Format::Protobuf`] the message is an `EmbeddingsResponse` when a model or usage is
+    /// present and a bare `Tensor` otherwise.
+    pub fn encode(&self, format: Format, json: JsonOptions) -> Result<Encoded> {
+        let body: Bytes = match format {
+            Format::Json => crate::json::encode_json(self, json)?.into(),
+            Format::Raw => self.tensor.bytes().clone(),
+            Format::Msgpack => {
+                #[cfg(feature = "msgpack")]
+                {
+                    crate::msgpack::encode_msgpack(self).into()
+                }
+                #[cfg(not(feature = "msgpack"))]
+                return Err(unsupported(format));
+            }
+            Format::Protobuf => {
+                #[cfg(feature = "protobuf")]
+                {
+                    if self.model.is_some() || self.usage.is_some() {
+                        crate::protobuf::encode_protobuf_response(self).into()
+                    } else {
+                        crate::protobuf::encode_protobuf_tensor(&self.tensor).into()
+                    }
+                }
+                #[cfg(not(feature = "protobuf"))]
+                return Err(unsupported(format));
+            }
+            Format::Arrow => {
+                #[cfg(feature = "arrow")]
+                {
+                    crate::arrow::encode_arrow(self)?.into()
+                }
+                #[cfg(not(feature = "arrow"))]
+                return Err(unsupported(format));
+            }
+        };
+        let headers = if format == Format::Raw { crate::raw::raw_headers(self) } else { Vec::new() };
+        Ok(Encoded { format, headers, body })
+    }
+
+    /// Decodes a body of `format`. `headers` are needed by [`Format::Raw`] only (pass `&[]`
+    /// otherwise). A Protobuf body is read as an `EmbeddingsResponse` when `protobuf_response`
+    /// is true, as a bare `Tensor` otherwise.
+    pub fn decode<H: Headers + ?Sized>(
+        format: Format,
+        headers: &H,
+        body: Bytes,
+        protobuf_response: bool,
+    ) -> Result<Embeddings> {
+        match format {
+            Format::Json => crate::json::decode_json(&body),
+            Format::Raw => crate::raw::decode_raw(headers, body),
+            Format::Msgpack => {
+                #[cfg(feature = "msgpack")]
+                return crate::msgpack::decode_msgpack(body);
+                #[cfg(not(feature = "msgpack"))]
+                return Err(unsupported(format));
+            }
+            Format::Protobuf => {
+                #[cfg(feature = "protobuf")]
+                return if protobuf_response {
+                    crate::protobuf::decode_protobuf_response(body)
+                } else {
+                    crate::protobuf::decode_protobuf_tensor(body).map(Embeddings::from_tensor)
+                };
+                #[cfg(not(feature = "protobuf"))]
+                {
+                    let _ = protobuf_response;
+                    return Err(unsupported(format));
+                }
+            }
+            Format::Arrow => {
+                #[cfg(feature = "arrow")]
+                return crate::arrow::decode_arrow(body);
+                #[cfg(not(feature = "arrow"))]
+                return Err(unsupported(format));
+            }
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn unsupported(format: Format) -> crate::Error {
+    err(
+        ErrorKind::UnsupportedMediaType,
+        format!("{} support is not compiled in (enable the cargo feature {:?})", format.media_type(), format.name()),
+    )
+}
+
+/// An encoded body with its media type and the headers it needs (the raw format's
+/// `Densewire-*` headers).
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    /// The format; `format.media_type()` is the `Content-Type`.
+    pub format: Format,
+    /// Extra response headers (raw only).
+    pub headers: Vec<(&'static str, String)>,
+    /// The body.
+    pub body: Bytes,
+}
+
+/// Case-insensitive access to HTTP headers, for the raw format's `Densewire-*` headers.
+pub trait Headers {
+    /// The value of header `name` (case-insensitive), if present and valid text.
+    fn header(&self, name: &str) -> Option<&str>;
+}
+
+impl<K: AsRef<str>, V: AsRef<str>> Headers for [(K, V)] {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.iter().find(|(k, _)| k.as_ref().eq_ignore_ascii_case(name)).map(|(_, v)| v.as_ref())
+    }
+}
+
+impl<K: AsRef<str>, V: AsRef<str>, const N: usize> Headers for [(K, V); N] {
+    fn header(&self, name: &str) -> Option<&str> {
+        self[..].header(name)
+    }
+}
+
+impl<K: AsRef<str>, V: AsRef<str>> Headers for Vec<(K, V)> {
+    fn header(&self, name: &str) -> Option<&str> {
+        self[..].header(name)
+    }
+}
+
+impl<K: AsRef<str>, V: AsRef<str>, S> Headers for std::collections::HashMap<K, V, S> {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.iter().find(|(k, _)| k.as_ref().eq_ignore_ascii_case(name)).map(|(_, v)| v.as_ref())
+    }
+}
+
+#[cfg(any(feature = "axum", feature = "reqwest"))]
+impl Headers for http::HeaderMap {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Format; 5] = Format::ALL;
+
+    fn pick(accept: &str) -> Option<Format> {
+        negotiate(Some(accept), None, &ALL).ok()
+    }
+
+    #[test]
+    fn rfc9110_negotiation() {
+        assert_eq!(pick("*/*"), Some(Format::Json));
+        assert_eq!(pick("application/*"), Some(Format::Json));
+        assert_eq!(pick("application/*;q=0.2, application/protobuf;q=0.1"), Some(Format::Json));
+        // More specific ranges override less specific ones for the same type.
+        assert_eq!(pick("application/*, application/json;q=0"), Some(Format::Raw));
+        assert_eq!(pick("application/json;q=0, */*"), Some(Format::Raw));
+        // Aliases count as the format.
+        assert_eq!(pick("application/msgpack"), Some(Format::Msgpack));
+        assert_eq!(pick("application/x-protobuf"), Some(Format::Protobuf));
+        // Equal q-values: the server's order decides.
+        assert_eq!(pick("application/vnd.apache.arrow.stream, application/octet-stream"), Some(Format::Raw));
+        // q-values, case and spaces.
+        assert_eq!(pick("Application/Octet-Stream ; Q=0.5 , application/json;q=0.4"), Some(Format::Raw));
+        assert_eq!(pick("application/json;q=0.001"), Some(Format::Json));
+        assert_eq!(pick("application/json;q=1.5"), None);
+        assert_eq!(pick("application/json;q=0"), None);
+        assert_eq!(pick("text/*"), None);
+        assert_eq!(pick("garbage"), None);
+    }
+
+    #[test]
+    fn format_parameter_overrides_accept() {
+        assert_eq!(negotiate(Some("text/html"), Some("arrow"), &ALL).unwrap(), Format::Arrow);
+        let e = negotiate(None, Some("xml"), &ALL).unwrap_err();
+        assert_eq!((e.kind(), e.field_name()), (ErrorKind::NotAcceptable, Some("format")));
+        let e = negotiate(None, Some("arrow"), &[Format::Json]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotAcceptable);
+    }
+
+    #[test]
+    fn not_acceptable_lists_supported_types() {
+        let e = negotiate(Some("text/html"), None, &[Format::Json, Format::Raw]).unwrap_err();
+        assert_eq!(e.http_status(), 406);
+        assert!(e.message().contains("application/json, application/octet-stream"), "{}", e.message());
+    }
+}

@@ -1,0 +1,360 @@
+//! Protobuf (SPEC.md section 9): `densewire.v1.Tensor` and `densewire.v1.EmbeddingsResponse`.
+//!
+//! The message types in [`pb`] are prost messages derived by hand from
+//! `proto/densewire/v1/tensor.proto` (no protoc at build time); prost encodes them byte-exact with
+//! the golden vectors. Decoding walks the wire format directly so that every error carries the
+//! spec's offset, and `data` stays a slice of the input [`Bytes`] (no copy).
+
+use crate::dtype::DType;
+use crate::error::{Error, ErrorKind, Result, err, length_mismatch, truncated};
+use crate::format::{Embeddings, Usage};
+use crate::tensor::{Tensor, expected_len};
+use bytes::Bytes;
+use prost::Message;
+
+/// The prost message types of `densewire/v1/tensor.proto`, for embedding in your own messages.
+pub mod pb {
+    /// Element type of a tensor. Values are fixed by the spec; 0 is never valid on the wire.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+    #[repr(i32)]
+    pub enum DType {
+        /// Never valid on the wire.
+        Unspecified = 0,
+        /// float32
+        Float32 = 1,
+        /// float16
+        Float16 = 2,
+        /// bfloat16
+        Bfloat16 = 3,
+        /// float64
+        Float64 = 4,
+        /// int8
+        Int8 = 5,
+        /// uint8
+        Uint8 = 6,
+        /// binary (packed bits)
+        Binary = 7,
+    }
+
+    /// A row-major (n, d) matrix. `data` holds `n * row_bytes(dtype, d)` bytes, little-endian.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Tensor {
+        /// The dtype.
+        #[prost(enumeration = "DType", tag = "1")]
+        pub dtype: i32,
+        /// Exactly two entries: n, d (packed on the wire).
+        #[prost(uint64, repeated, tag = "2")]
+        pub shape: Vec<u64>,
+        /// The tensor bytes.
+        #[prost(bytes = "bytes", tag = "3")]
+        pub data: bytes::Bytes,
+    }
+
+    /// Token usage.
+    #[derive(Clone, Copy, PartialEq, prost::Message)]
+    pub struct Usage {
+        /// Tokens in the input.
+        #[prost(uint64, tag = "1")]
+        pub prompt_tokens: u64,
+        /// Tokens billed.
+        #[prost(uint64, tag = "2")]
+        pub total_tokens: u64,
+    }
+
+    /// The body of `POST /v1/embeddings` when `application/protobuf` is negotiated.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct EmbeddingsResponse {
+        /// The model id.
+        #[prost(string, tag = "1")]
+        pub model: String,
+        /// The vectors.
+        #[prost(message, optional, tag = "2")]
+        pub embeddings: Option<Tensor>,
+        /// Token usage.
+        #[prost(message, optional, tag = "3")]
+        pub usage: Option<Usage>,
+    }
+}
+
+fn to_pb(t: &Tensor) -> pb::Tensor {
+    pb::Tensor {
+        dtype: t.dtype().proto_value(),
+        shape: vec![t.rows() as u64, t.dims() as u64],
+        data: t.bytes().clone(),
+    }
+}
+
+/// Encodes a bare `Tensor` message.
+///
+/// ```
+/// use densewire::{encode_protobuf_tensor, Tensor};
+/// let t = Tensor::from_slice(1, 1, &[1.0f32]).unwrap();
+/// assert_eq!(encode_protobuf_tensor(&t), [0x08, 1, 0x12, 2, 1, 1, 0x1a, 4, 0, 0, 0x80, 0x3f]);
+/// ```
+pub fn encode_protobuf_tensor(t: &Tensor) -> Vec<u8> {
+    to_pb(t).encode_to_vec()
+}
+
+/// Encodes an `EmbeddingsResponse` message (usage is always written, zero counts omitted inside).
+pub fn encode_protobuf_response(e: &Embeddings) -> Vec<u8> {
+    let u = e.usage.unwrap_or_default();
+    pb::EmbeddingsResponse {
+        model: e.model.clone().unwrap_or_default(),
+        embeddings: Some(to_pb(&e.tensor)),
+        usage: Some(pb::Usage { prompt_tokens: u.prompt_tokens, total_tokens: u.total_tokens }),
+    }
+    .encode_to_vec()
+}
+
+/// Decodes a bare `Tensor` message. The tensor shares `body`.
+pub fn decode_protobuf_tensor(body: Bytes) -> Result<Tensor> {
+    let mut r = Reader { buf: &body, end: body.len() };
+    let raw = r.tensor(0)?;
+    raw.into_tensor(&body)
+}
+
+/// Decodes an `EmbeddingsResponse` message. The tensor shares `body`.
+pub fn decode_protobuf_response(body: Bytes) -> Result<Embeddings> {
+    let r = Reader { buf: &body, end: body.len() };
+    let mut pos = 0;
+    let mut model = None;
+    let mut tensor = None;
+    let mut usage = None;
+    while pos < r.end {
+        let tag_at = pos;
+        let (field, wt) = r.key(&mut pos)?;
+        match (field, wt) {
+            (1, 2) => {
+                let (s, e) = r.len_delimited(&mut pos, tag_at)?;
+                model = Some(String::from_utf8_lossy(&body[s..e]).into_owned());
+            }
+            (2, 2) => {
+                let (s, e) = r.len_delimited(&mut pos, tag_at)?;
+                let mut inner = Reader { buf: &body, end: e };
+                tensor = Some(inner.tensor(s)?);
+            }
+            (3, 2) => {
+                let (s, e) = r.len_delimited(&mut pos, tag_at)?;
+                let mut inner = Reader { buf: &body, end: e };
+                usage = Some(inner.usage(s)?);
+            }
+            (1..=3, _) => return Err(wrong_wire_type(field, wt, tag_at)),
+            _ => r.skip(&mut pos, wt, tag_at)?,
+        }
+    }
+    let tensor = tensor
+        .ok_or_else(|| err(ErrorKind::InvalidField, "embeddings is missing").field("embeddings"))?
+        .into_tensor(&body)?;
+    Ok(Embeddings { tensor, model, usage })
+}
+
+fn wrong_wire_type(field: u64, wt: u64, at: usize) -> Error {
+    err(ErrorKind::Malformed, format!("field {field} has the wrong wire type {wt}")).at(at)
+}
+
+struct RawTensor {
+    dtype: Option<u64>,
+    shape: Vec<u64>,
+    data: Option<(usize, usize)>,
+}
+
+impl RawTensor {
+    fn into_tensor(self, body: &Bytes) -> Result<Tensor> {
+        let dtype = DType::from_proto_value(self.dtype.unwrap_or(0))?;
+        if self.shape.len() != 2 {
+            return Err(
+                err(ErrorKind::InvalidField, format!("shape has {} entries, not 2", self.shape.len())).field("shape")
+            );
+        }
+        let bad = || err(ErrorKind::InvalidField, "shape is too large").field("shape");
+        let n = usize::try_from(self.shape[0]).map_err(|_| bad())?;
+        let d = usize::try_from(self.shape[1]).map_err(|_| bad())?;
+        let expected = expected_len(dtype, n, d)?;
+        let (s, e) = self.data.unwrap_or((0, 0));
+        if e - s != expected {
+            return Err(length_mismatch(e - s, expected).field("data"));
+        }
+        Ok(Tensor::new(dtype, n, d, body.slice(s..e))?.with_clear_padding_bits())
+    }
+}
+
+/// A wire-format reader over `buf[..end]`, where `end` is the end of the body or of an embedded
+/// message.
+struct Reader<'a> {
+    buf: &'a [u8],
+    end: usize,
+}
+
+impl Reader<'_> {
+    /// A field that needs bytes up to `need` (exclusive) when its message ends at `self.end`:
+    /// past the end of the body it is `truncated`; past an embedded message's end but inside the
+    /// body, `malformed` at `at` (SPEC.md section 9).
+    fn past_end(&self, at: usize, need: Option<usize>) -> Error {
+        // `need`: the end of a length-delimited or fixed-size field; `None` for a tag or varint
+        // that reached the end of its message.
+        let beyond_body = match need {
+            Some(n) => n > self.buf.len(),
+            None => self.end == self.buf.len(),
+        };
+        if beyond_body {
+            truncated(self.buf.len())
+        } else {
+            err(ErrorKind::Malformed, "a field runs past the end of its enclosing message").at(at)
+        }
+    }
+
+    fn varint(&self, pos: &mut usize) -> Result<u64> {
+        let start = *pos;
+        let mut v: u64 = 0;
+        for i in 0..10 {
+            if *pos >= self.end {
+                return Err(self.past_end(start, None));
+            }
+            let b = self.buf[*pos];
+            *pos += 1;
+            v |= ((b & 0x7F) as u64) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(err(ErrorKind::Malformed, "a varint is longer than 10 bytes").at(start))
+    }
+
+    fn key(&self, pos: &mut usize) -> Result<(u64, u64)> {
+        let at = *pos;
+        let k = self.varint(pos)?;
+        let (field, wt) = (k >> 3, k & 7);
+        if field == 0 || field > (1 << 29) - 1 {
+            return Err(err(ErrorKind::Malformed, format!("invalid field number {field}")).at(at));
+        }
+        Ok((field, wt))
+    }
+
+    fn len_delimited(&self, pos: &mut usize, tag_at: usize) -> Result<(usize, usize)> {
+        let len = self.varint(pos)?;
+        let start = *pos;
+        let end = usize::try_from(len).ok().and_then(|l| start.checked_add(l));
+        match end {
+            Some(e) if e <= self.end => {
+                *pos = e;
+                Ok((start, e))
+            }
+            _ => Err(self.past_end(tag_at, Some(end.unwrap_or(usize::MAX)))),
+        }
+    }
+
+    fn fixed(&self, pos: &mut usize, n: usize, tag_at: usize) -> Result<()> {
+        if self.end - *pos < n {
+            return Err(self.past_end(tag_at, Some(*pos + n)));
+        }
+        *pos += n;
+        Ok(())
+    }
+
+    fn skip(&self, pos: &mut usize, wt: u64, tag_at: usize) -> Result<()> {
+        match wt {
+            0 => self.varint(pos).map(drop),
+            1 => self.fixed(pos, 8, tag_at),
+            2 => self.len_delimited(pos, tag_at).map(drop),
+            5 => self.fixed(pos, 4, tag_at),
+            _ => Err(err(ErrorKind::Malformed, format!("unsupported wire type {wt}")).at(tag_at)),
+        }
+    }
+
+    fn tensor(&mut self, mut pos: usize) -> Result<RawTensor> {
+        let mut t = RawTensor { dtype: None, shape: Vec::with_capacity(2), data: None };
+        while pos < self.end {
+            let tag_at = pos;
+            let (field, wt) = self.key(&mut pos)?;
+            match (field, wt) {
+                (1, 0) => t.dtype = Some(self.varint(&mut pos)?),
+                (2, 0) => t.shape.push(self.varint(&mut pos)?),
+                (2, 2) => {
+                    let (s, e) = self.len_delimited(&mut pos, tag_at)?;
+                    // An entry running past the end of its packed field is malformed at the
+                    // field's tag, even where the body ends with it (SPEC.md section 9); an
+                    // over-long varint is malformed at the varint.
+                    let packed = Reader { buf: self.buf, end: e };
+                    let mut p = s;
+                    while p < e {
+                        let entry = p;
+                        match packed.varint(&mut p) {
+                            Ok(v) => t.shape.push(v),
+                            Err(over_long) if p - entry == 10 => return Err(over_long),
+                            Err(_) => {
+                                return Err(err(
+                                    ErrorKind::Malformed,
+                                    "a packed shape entry runs past the end of its field",
+                                )
+                                .at(tag_at));
+                            }
+                        }
+                    }
+                }
+                (3, 2) => t.data = Some(self.len_delimited(&mut pos, tag_at)?),
+                (1..=3, _) => return Err(wrong_wire_type(field, wt, tag_at)),
+                _ => self.skip(&mut pos, wt, tag_at)?,
+            }
+        }
+        Ok(t)
+    }
+
+    fn usage(&mut self, mut pos: usize) -> Result<Usage> {
+        let mut u = Usage::default();
+        while pos < self.end {
+            let tag_at = pos;
+            let (field, wt) = self.key(&mut pos)?;
+            match (field, wt) {
+                (1, 0) => u.prompt_tokens = self.varint(&mut pos)?,
+                (2, 0) => u.total_tokens = self.varint(&mut pos)?,
+                (1..=2, _) => return Err(wrong_wire_type(field, wt, tag_at)),
+                _ => self.skip(&mut pos, wt, tag_at)?,
+            }
+        }
+        Ok(u)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unpacked_shape_and_unknown_fields() {
+        // dtype uint8, shape unpacked 1 then 2, an unknown fixed32 field 9, data [5, 6].
+        let b = Bytes::from_static(&[0x08, 6, 0x10, 1, 0x10, 2, 0x4d, 1, 2, 3, 4, 0x1a, 2, 5, 6]);
+        let t = decode_protobuf_tensor(b).unwrap();
+        assert_eq!((t.shape(), t.as_bytes()), ((1, 2), &[5u8, 6][..]));
+    }
+
+    #[test]
+    fn nested_length_past_its_message_is_malformed() {
+        // EmbeddingsResponse.embeddings of 4 bytes whose data field claims 3, inside the body.
+        let b = Bytes::from_static(&[0x12, 4, 0x1a, 3, 0, 0, 0x08, 1]);
+        let e = decode_protobuf_response(b).unwrap_err();
+        assert_eq!((e.kind(), e.offset()), (ErrorKind::Malformed, Some(2)));
+        // Past the body: truncated, nested or not.
+        let e = decode_protobuf_response(Bytes::from_static(&[0x12, 4, 0x1a, 9, 0, 0])).unwrap_err();
+        assert_eq!((e.kind(), e.offset()), (ErrorKind::Truncated, Some(6)));
+        // The same at the top level is truncated.
+        let e = decode_protobuf_tensor(Bytes::from_static(&[0x1a, 9, 0, 0])).unwrap_err();
+        assert_eq!((e.kind(), e.offset()), (ErrorKind::Truncated, Some(4)));
+        // A missing embeddings field.
+        let e = decode_protobuf_response(Bytes::from_static(&[0x0a, 1, b'm'])).unwrap_err();
+        assert_eq!(e.field_name(), Some("embeddings"));
+        // Groups and field 0 are wire errors.
+        assert_eq!(decode_protobuf_tensor(Bytes::from_static(&[0x0b])).unwrap_err().kind(), ErrorKind::Malformed);
+        assert_eq!(decode_protobuf_tensor(Bytes::from_static(&[0x00, 0])).unwrap_err().kind(), ErrorKind::Malformed);
+    }
+
+    #[test]
+    fn prost_messages_round_trip_with_our_decoder() {
+        let t = Tensor::from_slice(2, 1, &[1.5f64, -2.0]).unwrap();
+        let e =
+            Embeddings { tensor: t, model: Some("m".into()), usage: Some(Usage { prompt_tokens: 3, total_tokens: 4 }) };
+        let b = encode_protobuf_response(&e);
+        assert_eq!(decode_protobuf_response(b.clone().into()).unwrap(), e);
+        let via_prost = pb::EmbeddingsResponse::decode(&b[..]).unwrap();
+        assert_eq!(via_prost.embeddings.unwrap().shape, vec![2, 1]);
+    }
+}

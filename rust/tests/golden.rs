@@ -1,0 +1,377 @@
+//! The golden vectors of SPEC.md section 13: one test per case, named by the case id.
+//! Loads testdata/golden/{tensors,conversions,invalid,interop}.json found by walking up from this
+//! crate to the repository root. No case is skipped: a case whose format is not supported fails.
+
+use densewire::{
+    ByteOrder, DType, Embeddings, EncodingFormat, Error, Format, JsonOptions, Tensor, Usage, decode_json, decode_raw,
+    encode_json, f32_to_bf16, f32_to_f16, f64_to_f32, raw_headers, tensor_from_base64, tensor_to_base64,
+};
+use libtest_mimic::{Arguments, Failed, Trial};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+fn golden_dir() -> PathBuf {
+    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    loop {
+        let candidate = dir.join("testdata").join("golden");
+        if candidate.join("tensors.json").exists() {
+            return candidate;
+        }
+        assert!(dir.pop(), "testdata/golden not found above {}", env!("CARGO_MANIFEST_DIR"));
+    }
+}
+
+fn load(name: &str) -> Vec<Value> {
+    let path = golden_dir().join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let v: Value = serde_json::from_str(&text).expect("golden JSON parses");
+    v["cases"].as_array().expect("cases").clone()
+}
+
+type R = Result<(), Failed>;
+
+fn s<'a>(c: &'a Value, k: &str) -> &'a str {
+    c[k].as_str().unwrap_or_else(|| panic!("case field {k} is not a string"))
+}
+
+fn shape(c: &Value) -> (usize, usize) {
+    let a = c["shape"].as_array().expect("shape");
+    (a[0].as_u64().unwrap() as usize, a[1].as_u64().unwrap() as usize)
+}
+
+fn hex(h: &str) -> Vec<u8> {
+    (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect()
+}
+
+fn to_hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The items (hex, natural big-endian notation) as little-endian tensor bytes.
+fn items_le(c: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    for h in c["items"].as_array().unwrap() {
+        let mut b = hex(h.as_str().unwrap());
+        b.reverse();
+        out.extend(b);
+    }
+    out
+}
+
+fn expected_tensor(c: &Value) -> Tensor {
+    let (n, d) = shape(c);
+    Tensor::new(DType::from_name(s(c, "dtype")).unwrap(), n, d, items_le(c)).expect("case items fill the shape")
+}
+
+fn expected_embeddings(c: &Value) -> Embeddings {
+    let mut e = Embeddings::from_tensor(expected_tensor(c));
+    if let Some(m) = c.get("model").and_then(Value::as_str) {
+        e.model = Some(m.to_string());
+    }
+    if let Some(u) = c.get("usage").filter(|u| u.is_object()) {
+        e.usage = Some(Usage {
+            prompt_tokens: u["prompt_tokens"].as_u64().unwrap(),
+            total_tokens: u["total_tokens"].as_u64().unwrap(),
+        });
+    }
+    e
+}
+
+fn check_tensor(got: &Tensor, want: &Tensor) -> R {
+    if got.dtype() != want.dtype() || got.shape() != want.shape() {
+        return Err(format!(
+            "decoded {:?} {:?}, expected {:?} {:?}",
+            got.dtype(),
+            got.shape(),
+            want.dtype(),
+            want.shape()
+        )
+        .into());
+    }
+    if got.as_bytes() != want.as_bytes() {
+        return Err(format!("decoded bytes {} != expected {}", to_hex(got.as_bytes()), to_hex(want.as_bytes())).into());
+    }
+    Ok(())
+}
+
+fn check_meta(got: &Embeddings, want: &Embeddings) -> R {
+    if want.model.is_some() && got.model != want.model {
+        return Err(format!("model {:?} != {:?}", got.model, want.model).into());
+    }
+    if want.usage.is_some() && got.usage != want.usage {
+        return Err(format!("usage {:?} != {:?}", got.usage, want.usage).into());
+    }
+    Ok(())
+}
+
+fn fail(what: &str, e: Error) -> Failed {
+    format!("{what} failed: {e} ({:?}, offset {:?}, field {:?})", e.kind(), e.offset(), e.field_name()).into()
+}
+
+fn byteorder(c: &Value) -> ByteOrder {
+    ByteOrder::from_name(c.get("byteorder").and_then(Value::as_str).unwrap_or("little")).unwrap()
+}
+
+fn bytes_equal(what: &str, got: &[u8], want: &[u8]) -> R {
+    if got != want {
+        return Err(format!("{what}: encoded {} != golden {}", to_hex(got), to_hex(want)).into());
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ valid tensors
+
+fn run_tensor_case(c: &Value) -> R {
+    let want = expected_embeddings(c);
+    let exact = c["byte_exact"].as_bool().unwrap_or(false);
+    match s(c, "format") {
+        "base64" => {
+            let (n, d) = shape(c);
+            let order = byteorder(c);
+            let got = tensor_from_base64(s(c, "encoded_text"), want.tensor.dtype(), n, d, order)
+                .map_err(|e| fail("decode", e))?;
+            check_tensor(&got, &want.tensor)?;
+            if exact {
+                let enc = tensor_to_base64(&want.tensor, order);
+                if enc != s(c, "encoded_text") {
+                    return Err(format!("encoded {enc} != golden {}", s(c, "encoded_text")).into());
+                }
+            }
+        }
+        "raw" => {
+            let headers: Vec<(String, String)> = c["headers"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.to_ascii_lowercase(), v.as_str().unwrap().to_string()))
+                .collect();
+            let body = hex(s(c, "encoded_hex"));
+            let got = decode_raw(&headers, body.clone().into()).map_err(|e| fail("decode", e))?;
+            check_tensor(&got.tensor, &want.tensor)?;
+            check_meta(&got, &want)?;
+            if exact {
+                let enc = want.encode(Format::Raw, JsonOptions::default()).map_err(|e| fail("encode", e))?;
+                bytes_equal("raw body", &enc.body, &body)?;
+                let ours: BTreeMap<String, String> =
+                    raw_headers(&want).into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+                let theirs: BTreeMap<String, String> = c["headers"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap().into()))
+                    .collect();
+                if ours != theirs {
+                    return Err(format!("raw headers {ours:?} != golden {theirs:?}").into());
+                }
+            }
+        }
+        "msgpack" | "protobuf" | "arrow" => {
+            let format = Format::from_name(s(c, "format")).unwrap();
+            let body = hex(s(c, "encoded_hex"));
+            let response = c.get("message").and_then(Value::as_str) == Some("EmbeddingsResponse");
+            let got = Embeddings::decode(format, &[("", "")], body.clone().into(), response)
+                .map_err(|e| fail("decode", e))?;
+            check_tensor(&got.tensor, &want.tensor)?;
+            check_meta(&got, &want)?;
+            let enc = want.encode(format, JsonOptions::default()).map_err(|e| fail("encode", e))?;
+            // Our Arrow encodings, for tests/pyarrow_check.py (SPEC.md section 10: pyarrow must
+            // decode them to the same tensor); rust/ci.sh sets this when pyarrow is available.
+            if let (Format::Arrow, Some(dir)) = (format, std::env::var_os("DENSEWIRE_ARROW_OUT")) {
+                std::fs::write(PathBuf::from(dir).join(format!("{}.arrow", s(c, "id"))), &enc.body).unwrap();
+            }
+            if exact {
+                bytes_equal(format.name(), &enc.body, &body)?;
+            }
+            let back = Embeddings::decode(format, &[("", "")], enc.body, response)
+                .map_err(|e| fail("decode of our encoding", e))?;
+            check_tensor(&back.tensor, &want.tensor)?;
+            check_meta(&back, &want)?;
+        }
+        "json" => json_case(c, &want)?,
+        other => return Err(format!("unknown format {other}").into()),
+    }
+    Ok(())
+}
+
+fn json_case(c: &Value, want: &Embeddings) -> R {
+    let got = decode_json(s(c, "encoded_text").as_bytes()).map_err(|e| fail("decode", e))?;
+    check_tensor(&got.tensor, &want.tensor)?;
+    check_meta(&got, want)?;
+    let encoding_format = match c.get("encoding_format").and_then(Value::as_str) {
+        Some("float") => EncodingFormat::Float,
+        _ => EncodingFormat::Base64,
+    };
+    let opts = JsonOptions { encoding_format, byteorder: byteorder(c) };
+    let text = encode_json(want, opts).map_err(|e| fail("encode", e))?;
+    let back = decode_json(text.as_bytes()).map_err(|e| fail("decode of our encoding", e))?;
+    check_tensor(&back.tensor, &want.tensor)?;
+    // Our encoder writes the canonical envelope: same keys, same Base64, same numbers as the
+    // reference (compared as JSON values, since number spelling may vary).
+    let ours: Value = serde_json::from_str(&text).unwrap();
+    let theirs: Value = serde_json::from_str(s(c, "encoded_text")).unwrap();
+    if c.get("source").is_none() && ours != theirs {
+        return Err(format!("our JSON {text} differs from the golden {}", s(c, "encoded_text")).into());
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ conversions
+
+fn run_conversion_case(c: &Value) -> R {
+    let from = s(c, "from");
+    let to = s(c, "to");
+    let input: Vec<&str> = c["input"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let want: Vec<&str> = c["output"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let got: Vec<String> = match (from, to) {
+        ("float32", "float16") => {
+            input.iter().map(|h| format!("{:04x}", f32_to_f16(u32::from_str_radix(h, 16).unwrap()))).collect()
+        }
+        ("float32", "bfloat16") => {
+            input.iter().map(|h| format!("{:04x}", f32_to_bf16(u32::from_str_radix(h, 16).unwrap()))).collect()
+        }
+        ("float64", "float32") => {
+            input.iter().map(|h| format!("{:08x}", f64_to_f32(u64::from_str_radix(h, 16).unwrap()))).collect()
+        }
+        ("float32", "binary") => {
+            let (n, d) = shape(c);
+            let vals: Vec<f32> = input.iter().map(|h| f32::from_bits(u32::from_str_radix(h, 16).unwrap())).collect();
+            let t = Tensor::from_slice(n, d, &vals).unwrap().convert(DType::Binary).map_err(|e| fail("convert", e))?;
+            t.as_bytes().iter().map(|b| format!("{b:02x}")).collect()
+        }
+        _ => return Err(format!("no conversion {from} -> {to}").into()),
+    };
+    // The tensor-level conversion must agree with the scalar one.
+    if from != "float32" || to != "binary" {
+        let src = DType::from_name(from).unwrap();
+        let mut le = Vec::new();
+        for h in &input {
+            let mut b = hex(h);
+            b.reverse();
+            le.extend(b);
+        }
+        let t = Tensor::new(src, 1, input.len(), le)
+            .unwrap()
+            .convert(DType::from_name(to).unwrap())
+            .map_err(|e| fail("convert", e))?;
+        let tensor_hex: Vec<String> = t
+            .as_bytes()
+            .chunks(DType::from_name(to).unwrap().item_bytes())
+            .map(|c| c.iter().rev().map(|b| format!("{b:02x}")).collect())
+            .collect();
+        if tensor_hex != got {
+            return Err(format!("Tensor::convert gives {tensor_hex:?}, the scalar conversion {got:?}").into());
+        }
+    }
+    if got != want {
+        return Err(format!("converted {got:?}, expected {want:?}").into());
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ invalid inputs
+
+fn decode_invalid(c: &Value) -> Result<(), Error> {
+    let body = || hex(c.get("input_hex").and_then(Value::as_str).unwrap_or(""));
+    match s(c, "format") {
+        "base64" => {
+            let dtype = DType::from_name(s(c, "dtype"))?;
+            let order = ByteOrder::from_name(s(c, "byteorder"))?;
+            let (n, d) = shape(c);
+            tensor_from_base64(s(c, "input_text"), dtype, n, d, order).map(drop)
+        }
+        "raw" => {
+            let headers: Vec<(String, String)> = c["headers"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                .collect();
+            decode_raw(&headers, body().into()).map(drop)
+        }
+        "msgpack" => Embeddings::decode(Format::Msgpack, &[("", "")], body().into(), false).map(drop),
+        "protobuf" => {
+            let response = c.get("message").and_then(Value::as_str) == Some("EmbeddingsResponse");
+            Embeddings::decode(Format::Protobuf, &[("", "")], body().into(), response).map(drop)
+        }
+        "json" => decode_json(s(c, "input_text").as_bytes()).map(drop),
+        other => panic!("unknown invalid format {other}"),
+    }
+}
+
+fn encode_invalid(c: &Value) -> Result<(), Error> {
+    assert_eq!(s(c, "format"), "json");
+    let e = Embeddings::from_tensor(expected_tensor(c));
+    let encoding_format =
+        if s(c, "encoding_format") == "float" { EncodingFormat::Float } else { EncodingFormat::Base64 };
+    encode_json(&e, JsonOptions { encoding_format, byteorder: ByteOrder::Little }).map(drop)
+}
+
+fn run_invalid_case(c: &Value) -> R {
+    let result = if s(c, "direction") == "encode" { encode_invalid(c) } else { decode_invalid(c) };
+    let e = match result {
+        Ok(()) => return Err(format!("accepted; expected {}", s(c, "error")).into()),
+        Err(e) => e,
+    };
+    if e.kind().code() != s(c, "error") {
+        return Err(fail(&format!("expected {}, got {}", s(c, "error"), e.kind()), e));
+    }
+    if let Some(o) = c.get("offset").and_then(Value::as_u64) {
+        if e.offset() != Some(o) {
+            return Err(fail(&format!("expected offset {o}"), e));
+        }
+    }
+    if let Some(f) = c.get("field").and_then(Value::as_str) {
+        if e.field_name() != Some(f) {
+            return Err(fail(&format!("expected field {f}"), e));
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ interop
+
+fn run_interop_case(c: &Value) -> R {
+    let want = expected_tensor(c);
+    match s(c, "format") {
+        "base64" => {
+            let (n, d) = shape(c);
+            let order = byteorder(c);
+            let got =
+                tensor_from_base64(s(c, "encoded_text"), want.dtype(), n, d, order).map_err(|e| fail("decode", e))?;
+            check_tensor(&got, &want)?;
+            if c["byte_exact"].as_bool().unwrap_or(false) {
+                let enc = tensor_to_base64(&want, order);
+                if enc != s(c, "encoded_text") {
+                    return Err(format!("encoded {enc} != peer's {}", s(c, "encoded_text")).into());
+                }
+            }
+            Ok(())
+        }
+        "json" => {
+            let got = decode_json(s(c, "encoded_text").as_bytes()).map_err(|e| fail("decode", e))?;
+            check_tensor(&got.tensor, &want)
+        }
+        other => Err(format!("unknown interop format {other}").into()),
+    }
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let mut trials = Vec::new();
+    let files: [(&str, fn(&Value) -> R); 4] = [
+        ("tensors", run_tensor_case),
+        ("conversions", run_conversion_case),
+        ("invalid", run_invalid_case),
+        ("interop", run_interop_case),
+    ];
+    for (file, runner) in files {
+        let cases = load(file);
+        assert!(!cases.is_empty(), "{file}.json has no cases");
+        for c in cases {
+            let id = s(&c, "id").to_string();
+            trials.push(Trial::test(id, move || runner(&c)));
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}

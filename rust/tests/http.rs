@@ -1,0 +1,409 @@
+//! The axum integration and the reqwest client, over real HTTP on loopback, against small
+//! in-process servers that answer like SPEC.md says (golden bodies with their headers).
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use densewire::{
+    ByteOrder, Client, DType, DenseBody, DenseResponse, Embeddings, EmbeddingsRequest, EncodingFormat, Error,
+    ErrorKind, Format, JsonOptions, Negotiated, Tensor, Usage, negotiate,
+};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+fn golden(id: &str) -> Value {
+    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    while !dir.join("testdata/golden/tensors.json").exists() {
+        assert!(dir.pop(), "testdata/golden not found");
+    }
+    let text = std::fs::read_to_string(dir.join("testdata/golden/tensors.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    v["cases"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap_or_else(|| panic!("no case {id}")).clone()
+}
+
+fn hex(h: &str) -> Vec<u8> {
+    (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect()
+}
+
+fn expected() -> Embeddings {
+    let t = Tensor::from_slice(2, 3, &[1.0f32, -2.5, 0.1, 3.0, 0.5, -1.0]).unwrap();
+    Embeddings {
+        tensor: t,
+        model: Some("sentence-transformers/all-MiniLM-L6-v2".into()),
+        usage: Some(Usage { prompt_tokens: 7, total_tokens: 7 }),
+    }
+}
+
+async fn serve(app: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+/// Answers POST /v1/embeddings with the golden bodies of the `with_model_and_usage` case, in the
+/// format negotiated from Accept, as a densewire server would.
+async fn golden_server(headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    let req = match EmbeddingsRequest::parse(&body) {
+        Ok(r) => r,
+        Err(e) => return densewire::ApiError(e).into_response(),
+    };
+    if req.input.len() != 2 {
+        return densewire::ApiError(
+            Error::new(ErrorKind::InvalidField, "this test server embeds 2 inputs").field("input"),
+        )
+        .into_response();
+    }
+    let accept = headers.get("accept").and_then(|v| v.to_str().ok());
+    let format = match negotiate(accept, None, &Format::ALL) {
+        Ok(f) => f,
+        Err(e) => return densewire::ApiError(e).into_response(),
+    };
+    let (id, body) = match format {
+        Format::Json => {
+            let id = "json.base64.f32le.with_model_and_usage";
+            (id, golden(id)["encoded_text"].as_str().unwrap().as_bytes().to_vec())
+        }
+        f => {
+            let id = format!("{}.f32.with_model_and_usage", f.name());
+            let b = hex(golden(&id)["encoded_hex"].as_str().unwrap());
+            (Box::leak(id.into_boxed_str()) as &str, b)
+        }
+    };
+    let mut r = Response::new(Body::from(body));
+    r.headers_mut().insert("content-type", format.media_type().parse().unwrap());
+    r.headers_mut().insert("vary", "Accept, Accept-Encoding".parse().unwrap());
+    if format == Format::Raw {
+        for (k, v) in golden(id)["headers"].as_object().unwrap() {
+            r.headers_mut()
+                .insert(k.as_str().parse::<axum::http::HeaderName>().unwrap(), v.as_str().unwrap().parse().unwrap());
+        }
+    }
+    r
+}
+
+#[tokio::test]
+async fn client_decodes_every_format_from_golden_bodies() {
+    let base = serve(Router::new().route("/v1/embeddings", post(golden_server))).await;
+    for format in Format::ALL {
+        let client = Client::builder(&base).format(format).build().unwrap();
+        let got = client.embed(&EmbeddingsRequest::new(["a", "b"])).await.unwrap_or_else(|e| panic!("{format}: {e}"));
+        assert_eq!(got, expected(), "{format}");
+        if format == Format::Raw {
+            // A raw body is aligned in reqwest's buffer: the view borrows it.
+            assert!(got.tensor.is_zero_copy::<f32>(), "raw responses should be viewed without copying");
+        }
+    }
+}
+
+#[tokio::test]
+async fn client_reports_error_envelopes() {
+    let base = serve(Router::new().route("/v1/embeddings", post(golden_server))).await;
+    let client = Client::builder(&base).build().unwrap();
+    let e = client.embed(&EmbeddingsRequest::new(["only one"])).await.unwrap_err();
+    assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some("input")));
+    assert_eq!(e.message(), "this test server embeds 2 inputs");
+    // Transport failure: nothing listens there.
+    let dead = Client::builder("http://127.0.0.1:9").timeout(Duration::from_secs(5)).build().unwrap();
+    assert_eq!(dead.embed(&EmbeddingsRequest::new(["a"])).await.unwrap_err().kind(), ErrorKind::Unavailable);
+}
+
+/// A server whose row i holds the number in text "t{i}", that records the most requests it had
+/// in flight at once.
+#[derive(Default)]
+struct Counting {
+    now: AtomicUsize,
+    max: AtomicUsize,
+    calls: AtomicUsize,
+}
+
+#[tokio::test]
+async fn embed_stream_bounds_concurrency_and_embed_all_keeps_order() {
+    let state = Arc::new(Counting::default());
+    let s2 = state.clone();
+    let app = Router::new().route(
+        "/v1/embeddings",
+        post(move |fmt: Negotiated, req: EmbeddingsRequest| {
+            let st = s2.clone();
+            async move {
+                let n = st.now.fetch_add(1, Ordering::SeqCst) + 1;
+                st.max.fetch_max(n, Ordering::SeqCst);
+                st.calls.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                let densewire::Input::Texts(texts) = req.input else { panic!("texts") };
+                let vals: Vec<f32> = texts
+                    .iter()
+                    .flat_map(|t| {
+                        let i: f32 = t[1..].parse().unwrap();
+                        [i, -i]
+                    })
+                    .collect();
+                let e = Embeddings::from_tensor(Tensor::from_slice(texts.len(), 2, &vals).unwrap());
+                st.now.fetch_sub(1, Ordering::SeqCst);
+                fmt.respond(e, JsonOptions::default())
+            }
+        }),
+    );
+    let base = serve(app).await;
+    let client = Client::builder(&base).format(Format::Raw).concurrency(3).batch_size(10).build().unwrap();
+    let texts: Vec<String> = (0..95).map(|i| format!("t{i}")).collect();
+    let all = client.embed_all(texts, &EmbeddingsRequest::new(Vec::<String>::new())).await.unwrap();
+    assert_eq!(all.tensor.shape(), (95, 2));
+    let v = all.tensor.as_f32().unwrap();
+    for i in 0..95 {
+        assert_eq!((v[2 * i], v[2 * i + 1]), (i as f32, -(i as f32)));
+    }
+    assert_eq!(state.calls.load(Ordering::SeqCst), 10);
+    let max = state.max.load(Ordering::SeqCst);
+    assert!((2..=3).contains(&max), "in flight at once: {max}");
+}
+
+async fn echo(DenseBody(e): DenseBody<4096>) -> String {
+    format!("{} {} {}x{}", e.tensor.dtype(), e.tensor.as_bytes().len(), e.tensor.rows(), e.tensor.dims())
+}
+
+async fn respond(fmt: Negotiated) -> DenseResponse {
+    let t = Tensor::from_slice(1, 3, &[1.0f32, -2.5, 0.1]).unwrap();
+    fmt.respond(
+        Embeddings::from_tensor(t),
+        JsonOptions { encoding_format: EncodingFormat::Base64, byteorder: ByteOrder::Little },
+    )
+}
+
+async fn respond_nan(fmt: Negotiated) -> DenseResponse {
+    let t = Tensor::from_slice(1, 1, &[f32::NAN]).unwrap();
+    fmt.respond(Embeddings::from_tensor(t), JsonOptions::default())
+}
+
+fn app() -> Router {
+    Router::new()
+        .route("/echo", post(echo))
+        .route("/vectors", post(respond).get(respond))
+        .route("/nan", axum::routing::get(respond_nan))
+}
+
+async fn envelope(r: reqwest::Response) -> (u16, Value) {
+    let status = r.status().as_u16();
+    assert_eq!(r.headers()["content-type"], "application/json");
+    (status, serde_json::from_slice(&r.bytes().await.unwrap()).unwrap())
+}
+
+#[tokio::test]
+async fn axum_response_negotiates_with_vary() {
+    let base = serve(app()).await;
+    let http = reqwest::Client::new();
+    let cases = [
+        (None, "application/json"),
+        (Some("*/*"), "application/json"),
+        (Some("application/octet-stream"), "application/octet-stream"),
+        (Some("application/x-msgpack"), "application/vnd.msgpack"),
+        (Some("application/*;q=0.5, application/protobuf"), "application/protobuf"),
+        (
+            Some("application/vnd.apache.arrow.stream;q=0.9, application/json;q=0.8"),
+            "application/vnd.apache.arrow.stream",
+        ),
+        (Some("*/*;q=0.5, application/json;q=0"), "application/octet-stream"),
+    ];
+    for (accept, want) in cases {
+        let mut rb = http.get(format!("{base}/vectors"));
+        if let Some(a) = accept {
+            rb = rb.header("accept", a);
+        }
+        let r = rb.send().await.unwrap();
+        assert_eq!(r.status(), 200, "{accept:?}");
+        assert_eq!(r.headers()["content-type"], want, "{accept:?}");
+        assert_eq!(r.headers()["vary"], "Accept, Accept-Encoding");
+        let format = Format::from_content_type(want).unwrap();
+        let headers = r.headers().clone();
+        let e = Embeddings::decode(format, &headers, r.bytes().await.unwrap(), false).unwrap();
+        assert_eq!(&*e.tensor.as_f32().unwrap(), &[1.0, -2.5, 0.1]);
+    }
+    // The query parameter overrides Accept.
+    let r = http.get(format!("{base}/vectors?format=raw")).header("accept", "application/json").send().await.unwrap();
+    assert_eq!(r.headers()["content-type"], "application/octet-stream");
+    assert_eq!(r.headers()["densewire-shape"], "1,3");
+    // Nothing acceptable: 406 with the supported types listed.
+    let (status, v) =
+        envelope(http.get(format!("{base}/vectors")).header("accept", "text/html").send().await.unwrap()).await;
+    assert_eq!(status, 406);
+    assert_eq!(v["error"]["code"], "not_acceptable");
+    assert!(v["error"]["message"].as_str().unwrap().contains("application/vnd.msgpack"));
+    // NaN as a JSON number: 422 non_finite with the field.
+    let (status, v) = envelope(http.get(format!("{base}/nan")).send().await.unwrap()).await;
+    assert_eq!(
+        (status, v["error"]["code"].as_str(), v["error"]["param"].as_str()),
+        (422, Some("non_finite"), Some("data[0].embedding[0]"))
+    );
+}
+
+#[tokio::test]
+async fn axum_extractor_accepts_every_format_and_rejects_with_envelopes() {
+    let base = serve(app()).await;
+    let http = reqwest::Client::new();
+    let e = Embeddings::from_tensor(Tensor::from_slice(2, 3, &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap());
+    for format in Format::ALL {
+        let enc = e.encode(format, JsonOptions::default()).unwrap();
+        let mut rb = http.post(format!("{base}/echo")).header("content-type", format.media_type()).body(enc.body);
+        for (k, v) in enc.headers {
+            rb = rb.header(k, v);
+        }
+        let r = rb.send().await.unwrap();
+        assert_eq!(r.status(), 200, "{format}");
+        assert_eq!(r.text().await.unwrap(), "float32 24 2x3", "{format}");
+    }
+    // Bad Base64 inside a JSON body: 400 with code, field and offset.
+    let body = r#"{"data":[{"index":0,"embedding":"AACA*wAAAEA="}]}"#;
+    let r =
+        http.post(format!("{base}/echo")).header("content-type", "application/json").body(body).send().await.unwrap();
+    let (status, v) = envelope(r).await;
+    assert_eq!(status, 400);
+    assert_eq!(v["error"]["code"], "invalid_base64");
+    assert_eq!(v["error"]["param"], "data[0].embedding");
+    assert_eq!(v["error"]["offset"], 4);
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+    // Raw body without its shape header: 422 invalid_field naming the header.
+    let r = http
+        .post(format!("{base}/echo"))
+        .header("content-type", "application/octet-stream")
+        .header("densewire-dtype", "float32")
+        .body(vec![0u8; 8])
+        .send()
+        .await
+        .unwrap();
+    let (status, v) = envelope(r).await;
+    assert_eq!((status, v["error"]["param"].as_str()), (422, Some("Densewire-Shape")));
+    // Unknown type: 415; an unknown encoding: 415; too large: 413.
+    let r = http.post(format!("{base}/echo")).header("content-type", "text/csv").body("1,2").send().await.unwrap();
+    assert_eq!(envelope(r).await.0, 415);
+    let r = http
+        .post(format!("{base}/echo"))
+        .header("content-type", "application/octet-stream")
+        .header("content-encoding", "br")
+        .body(vec![0u8; 4])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(envelope(r).await.0, 415);
+    let r = http
+        .post(format!("{base}/echo"))
+        .header("content-type", "application/octet-stream")
+        .header("densewire-dtype", "uint8")
+        .header("densewire-shape", "1,5000")
+        .body(vec![0u8; 5000])
+        .send()
+        .await
+        .unwrap();
+    let (status, v) = envelope(r).await;
+    assert_eq!((status, v["error"]["code"].as_str()), (413, Some("payload_too_large")));
+}
+
+#[tokio::test]
+async fn request_extractor_validates_fields() {
+    let app =
+        Router::new().route("/v1/embeddings", post(|r: EmbeddingsRequest| async move { format!("{}", r.input.len()) }));
+    let base = serve(app).await;
+    let http = reqwest::Client::new();
+    let send = |body: &'static str| {
+        http.post(format!("{base}/v1/embeddings")).header("content-type", "application/json").body(body).send()
+    };
+    assert_eq!(
+        send(r#"{"input":["a","b"],"dtype":"bfloat16","truncate":false}"#).await.unwrap().text().await.unwrap(),
+        "2"
+    );
+    for (body, code, param) in [
+        (r#"{"input":"a","dimensoins":3}"#, "invalid_field", "dimensoins"),
+        (r#"{"input":"a","dtype":"fp16"}"#, "unknown_dtype", "dtype"),
+        (r#"{"input":"a","dtype":"float64"}"#, "invalid_field", "dtype"),
+        (r#"{"input":["a",""]}"#, "invalid_field", "input[1]"),
+        (r#"{"input":"a","byteorder":"middle"}"#, "invalid_field", "byteorder"),
+        (r#"{"input":"a","dimensions":0}"#, "invalid_field", "dimensions"),
+    ] {
+        let (_, v) = envelope(send(body).await.unwrap()).await;
+        assert_eq!((v["error"]["code"].as_str(), v["error"]["param"].as_str()), (Some(code), Some(param)), "{body}");
+    }
+    let (status, v) = envelope(send(r#"{"input":"#).await.unwrap()).await;
+    assert_eq!((status, v["error"]["code"].as_str()), (400, Some("malformed")));
+}
+
+#[test]
+fn dtype_of_conversion_in_server_path() {
+    // What the example server does for dtype=float16: convert, then serve.
+    let t = Tensor::from_slice(1, 2, &[0.1f32, 65520.0]).unwrap().convert(DType::Float16).unwrap();
+    assert_eq!(&*t.view::<densewire::f16>().unwrap(), &[densewire::f16::from_bits(0x2e66), densewire::f16::INFINITY]);
+}
+
+#[tokio::test]
+async fn compression_of_responses_and_request_bodies() {
+    use densewire::{ContentEncoding, compress, decompress_bounded};
+    let base = serve(app()).await;
+    let http = reqwest::Client::new();
+    // A body over the threshold: 64 x 16 float32 = 4 KiB.
+    let e = Embeddings::from_tensor(Tensor::from_slice(64, 16, &vec![0.25f32; 1024]).unwrap());
+    let raw = e.encode(Format::Raw, JsonOptions::default()).unwrap();
+    let mut rb = http.post(format!("{base}/echo")).header("content-type", "application/octet-stream");
+    for (k, v) in &raw.headers {
+        rb = rb.header(*k, v);
+    }
+    // Request bodies: gzip and zstd are inflated; br is 415; a bomb is 413 (limit 4096 bytes).
+    for enc in [ContentEncoding::Gzip, ContentEncoding::Zstd] {
+        let r = rb
+            .try_clone()
+            .unwrap()
+            .header("content-encoding", enc.name())
+            .body(compress(enc, &raw.body))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{enc:?}");
+        assert_eq!(r.text().await.unwrap(), "float32 4096 64x16");
+    }
+    let r = rb
+        .try_clone()
+        .unwrap()
+        .header("content-encoding", "br")
+        .body(compress(ContentEncoding::Br, &raw.body))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(envelope(r).await.0, 415);
+    let bomb = compress(ContentEncoding::Zstd, &vec![0u8; 8 << 20]);
+    assert!(bomb.len() < 4096, "the compressed bomb itself is under the limit: {}", bomb.len());
+    let r = rb.try_clone().unwrap().header("content-encoding", "zstd").body(bomb).send().await.unwrap();
+    let (status, v) = envelope(r).await;
+    assert_eq!((status, v["error"]["code"].as_str()), (413, Some("payload_too_large")));
+    // Responses: compressed by Accept-Encoding above the threshold, zstd preferred at equal q.
+    let r = http.get(format!("{base}/vectors")).header("accept-encoding", "gzip, zstd").send().await.unwrap();
+    assert_eq!(r.headers().get("content-encoding"), None, "a 3-vector body is under the threshold");
+    let app2 = Router::new().route(
+        "/big",
+        axum::routing::get(|fmt: Negotiated| async move {
+            fmt.respond(
+                Embeddings::from_tensor(Tensor::from_slice(64, 16, &vec![0.25f32; 1024]).unwrap()),
+                JsonOptions::default(),
+            )
+        }),
+    );
+    let base2 = serve(app2).await;
+    for (ae, want) in [("gzip, zstd", "zstd"), ("gzip;q=1, zstd;q=0.5", "gzip"), ("br", "br")] {
+        let r = http.get(format!("{base2}/big?format=raw")).header("accept-encoding", ae).send().await.unwrap();
+        assert_eq!(r.headers()["content-encoding"], want, "{ae}");
+        assert_eq!(r.headers()["vary"], "Accept, Accept-Encoding");
+        let headers = r.headers().clone();
+        let body = r.bytes().await.unwrap();
+        let plain = match want {
+            "br" => {
+                let mut out = Vec::new();
+                brotli::BrotliDecompress(&mut &body[..], &mut out).unwrap();
+                out
+            }
+            w => decompress_bounded(ContentEncoding::from_name(w).unwrap(), &body, 1 << 20).unwrap(),
+        };
+        let back = Embeddings::decode(Format::Raw, &headers, plain.into(), false).unwrap();
+        assert_eq!(back.tensor, Tensor::from_slice(64, 16, &vec![0.25f32; 1024]).unwrap());
+    }
+}

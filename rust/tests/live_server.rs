@@ -1,0 +1,56 @@
+//! The client against a real `densewire serve` (the Python server), when `DENSEWIRE_SERVER_URL`
+//! names one (scripts/test.sh starts one for every language's client tests). Without it this test
+//! says so on stderr and checks nothing; rust/ci.sh prints whether it was set.
+
+use densewire::{Client, DType, EmbeddingsRequest, EncodingFormat, ErrorKind, Format};
+
+#[tokio::test]
+async fn client_against_densewire_serve() {
+    let Ok(url) = std::env::var("DENSEWIRE_SERVER_URL") else {
+        eprintln!("DENSEWIRE_SERVER_URL is not set: no live server to test against");
+        return;
+    };
+    let texts = ["hello world", "a second, longer text about moving embeddings"];
+    let mut reference = None;
+    for format in Format::ALL {
+        for encoding_format in [EncodingFormat::Float, EncodingFormat::Base64] {
+            let client = Client::builder(&url).format(format).build().unwrap();
+            let req = EmbeddingsRequest::new(texts).encoding_format(encoding_format);
+            let e = client.embed(&req).await.unwrap_or_else(|e| panic!("{format}: {e}"));
+            assert_eq!(e.tensor.dtype(), DType::Float32, "{format}");
+            assert_eq!(e.tensor.rows(), 2, "{format}");
+            assert!(e.model.is_some(), "{format}: the model id travels with every format");
+            let v = e.tensor.to_f32_vec().unwrap();
+            let d = e.tensor.dims();
+            let norm: f32 = v[..d].iter().map(|x| x * x).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-3, "{format}: rows are L2-normalised, got {norm}");
+            // Every format and encoding carries the same bits.
+            match &reference {
+                None => reference = Some(e.tensor.clone()),
+                Some(r) => assert_eq!(&e.tensor, r, "{format} {encoding_format:?} differs from JSON"),
+            }
+        }
+    }
+    let reference = reference.unwrap();
+    let client = Client::builder(&url).format(Format::Raw).batch_size(3).concurrency(2).build().unwrap();
+    // dtype conversions happen on the server, per SPEC.md section 3.
+    for dtype in [DType::Float16, DType::BFloat16, DType::Binary] {
+        let e = client.embed(&EmbeddingsRequest::new(texts).dtype(dtype)).await.unwrap();
+        assert_eq!(e.tensor, reference.convert(dtype).unwrap(), "{dtype}");
+    }
+    // Batches over the stream, reassembled in order.
+    let many: Vec<String> = (0..10).map(|i| if i % 2 == 0 { texts[0].into() } else { texts[1].into() }).collect();
+    let all = client.embed_all(many, &EmbeddingsRequest::new(Vec::<String>::new())).await.unwrap();
+    assert_eq!(all.tensor.shape(), (10, reference.dims()));
+    for i in 0..10 {
+        assert_eq!(all.tensor.row(i), reference.row(i % 2));
+    }
+    // Errors come back typed, with the field.
+    let e = client.embed(&EmbeddingsRequest::new([""])).await.unwrap_err();
+    assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some("input[0]")));
+    let e = client.embed(&EmbeddingsRequest::new(texts).dimensions(0)).await.unwrap_err();
+    assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some("dimensions")));
+    let e = client.embed(&EmbeddingsRequest::new(texts).model("no-such-model")).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    eprintln!("live server {url}: every format agreed on {} x {}", reference.rows(), reference.dims());
+}
