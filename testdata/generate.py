@@ -296,7 +296,7 @@ def arrow_stream(dtype: str, shape: list[int], data: bytes, model=None, prompt_t
 def json_response(dtype, shape, items, encoding_format, byteorder, model="", prompt_tokens=0, total_tokens=0) -> str:
     """The canonical JSON embeddings response (SPEC.md section 6): compact, keys in spec order."""
     n, d = shape
-    w = row_bytes(dtype, d) // item_width(dtype) if dtype != "binary" else row_bytes(dtype, d)
+    w = row_bytes(dtype, d) // item_width(dtype)  # items per row (packed bytes for binary)
     rows = []
     for r in range(n):
         row = items[r * w:(r + 1) * w]

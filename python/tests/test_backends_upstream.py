@@ -253,3 +253,15 @@ def test_threads_share_one_client(server: str) -> None:
 def test_bad_arguments(kwargs: dict[str, Any], fragment: str) -> None:
     with pytest.raises(ValueError, match=fragment):
         UpstreamBackend(**kwargs)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b'{"detail": [{"loc": ["body", "input"], "msg": "field required"}]}', '[{"loc":["body","input"],"msg":"field required"}]'),
+    (b'[1, 2]', "[1,2]"),
+    (b"not json", "not json"),
+    (b"", "Bad Gateway"),
+])
+def test_error_messages_of_every_shape(body: bytes, message: str) -> None:
+    from densewire._backends.upstream import _error_message
+
+    assert _error_message(body, "Bad Gateway") == message

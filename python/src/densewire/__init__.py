@@ -18,7 +18,7 @@ from ._base64 import decode_base64, encode_base64
 from ._client import DEFAULT_ACCEPT, APIError, AsyncClient, Client
 from ._convert import convert
 from ._errors import (DensewireError, InvalidBase64Error, InvalidFieldError, LengthMismatchError, MalformedError,
-                      NonFiniteError, NotAcceptableError, NotFoundError, PayloadTooLargeError, ShapeMismatchError,
+                      MethodNotAllowedError, NonFiniteError, NotAcceptableError, NotFoundError, PayloadTooLargeError, ShapeMismatchError,
                       TruncatedError, UnauthorizedError, UnavailableError, UnknownDtypeError,
                       UnsupportedMediaTypeError, error_class)
 from ._formats import FORMATS, MEDIA_TYPES, decode, detect_format, encode, format_for_media_type
@@ -39,7 +39,7 @@ __all__ = [
     "encode_msgpack", "decode_msgpack", "encode_protobuf", "decode_protobuf", "encode_arrow", "decode_arrow",
     "DensewireError", "InvalidBase64Error", "LengthMismatchError", "ShapeMismatchError", "UnknownDtypeError",
     "TruncatedError", "MalformedError", "InvalidFieldError", "NonFiniteError", "UnauthorizedError",
-    "NotFoundError", "PayloadTooLargeError", "UnsupportedMediaTypeError", "NotAcceptableError",
+    "NotFoundError", "PayloadTooLargeError", "UnsupportedMediaTypeError", "NotAcceptableError", "MethodNotAllowedError",
     "UnavailableError", "error_class",
     "Client", "AsyncClient", "APIError", "DEFAULT_ACCEPT",
 ]

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import json
+import re
 import sys
 from collections.abc import Sequence
 
 import numpy as np
 
 from . import _formats
-from ._base64 import decode_base64
+from ._base64 import decode_base64, encode_base64
 from ._convert import convert
 from ._errors import DensewireError
 from ._tensor import DTYPES, Embeddings, row_bytes
 
 INPUT_FORMATS = ("base64",) + _formats.FORMATS
+_JSON_BYTEORDER = re.compile(rb'"byteorder"\s*:\s*"(little|big)"')
 
 
 def _read(path: str) -> bytes:
@@ -55,8 +56,8 @@ def detect_input(data: bytes) -> str:
     return fmt
 
 
-def load_input(args: argparse.Namespace) -> tuple[Embeddings, str, str]:
-    """(embeddings, format, note) from the input options."""
+def load_input(args: argparse.Namespace) -> tuple[Embeddings, str, str, str]:
+    """(embeddings, format, byte order, note) from the input options; the input is read once."""
     data = _read(args.input)
     fmt = args.format or detect_input(data)
     dtype = args.dtype or "float32"
@@ -70,13 +71,15 @@ def load_input(args: argparse.Namespace) -> tuple[Embeddings, str, str]:
             d = nbytes // per * (8 if dtype == "binary" else 1)
             shape = (1, d)
             note = f"(one row assumed; d={d} from the length: pass --shape N,D to state it)"
-        return Embeddings(decode_base64(text, dtype, shape, args.byteorder)), fmt, note
+        return Embeddings(decode_base64(text, dtype, shape, args.byteorder)), fmt, args.byteorder, note
     if fmt == "raw":
         if args.shape is None:
             raise SystemExit("densewire: raw input needs --shape N,D (and --dtype, default float32)")
         headers = {"Densewire-Dtype": dtype, "Densewire-Shape": f"{args.shape[0]},{args.shape[1]}"}
-        return _formats.decode(data, "raw", headers), fmt, note
-    return _formats.decode(data, fmt), fmt, note
+        return _formats.decode(data, "raw", headers), fmt, "little", note
+    found = _JSON_BYTEORDER.search(data) if fmt == "json" else None  # the byte order of JSON's Base64 rows
+    byteorder = found.group(1).decode() if found else "little"
+    return _formats.decode(data, fmt), fmt, byteorder, note
 
 
 def describe(emb: Embeddings, fmt: str, byteorder: str, note: str = "", first: int = 8) -> str:
@@ -104,25 +107,17 @@ def describe(emb: Embeddings, fmt: str, byteorder: str, note: str = "", first: i
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    emb, fmt, note = load_input(args)
-    byteorder = args.byteorder if fmt == "base64" else "little"
-    if fmt == "json":
-        try:
-            byteorder = json.loads(_read(args.input) if args.input != "-" else b"{}").get("byteorder", "little")
-        except (ValueError, AttributeError):
-            pass
+    emb, fmt, byteorder, note = load_input(args)
     print(describe(emb, fmt, byteorder, note, args.first))
     return 0
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    emb, _, _ = load_input(args)
+    emb, _, _, _ = load_input(args)
     if args.to_dtype:
         emb = Embeddings(convert(emb.tensor, args.to_dtype), emb.model, emb.usage)
     if args.to == "base64":
-        body: bytes = (emb.tensor.to_bytes(args.to_byteorder) and
-                       __import__("pybase64").b64encode(emb.tensor.to_bytes(args.to_byteorder))) or b""
-        body += b"\n"
+        body = encode_base64(emb.tensor, args.to_byteorder).encode() + b"\n"
         headers: dict[str, str] = {}
     else:
         out, headers = _formats.encode(emb, args.to, encoding_format=args.encoding_format, byteorder=args.to_byteorder)

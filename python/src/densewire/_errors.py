@@ -24,6 +24,7 @@ __all__ = [
     "PayloadTooLargeError",
     "UnsupportedMediaTypeError",
     "NotAcceptableError",
+    "MethodNotAllowedError",
     "UnavailableError",
     "error_class",
 ]
@@ -32,7 +33,7 @@ __all__ = [
 class DensewireError(ValueError):
     """Base class: ``category`` and ``http_status`` are fixed per subclass (SPEC.md section 11)."""
 
-    category: ClassVar[str] = "internal"
+    category: ClassVar[str] = "internal_error"
     http_status: ClassVar[int] = 500
 
     def __init__(self, message: str, *, offset: int | None = None, field: str | None = None) -> None:
@@ -52,10 +53,9 @@ class DensewireError(ValueError):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r}, offset={self.offset!r}, field={self.field!r})"
 
-    def located(self, field: str | None = None, offset: int | None = None) -> "DensewireError":
+    def located(self, field: str) -> "DensewireError":
         """The same error placed inside an enclosing field (used by envelope decoders)."""
-        return type(self)(self.message, offset=self.offset if offset is None else offset,
-                          field=field if self.field is None else f"{field}.{self.field}" if field else self.field)
+        return type(self)(self.message, offset=self.offset, field=field if self.field is None else f"{field}.{self.field}")
 
     def to_envelope(self) -> dict[str, Any]:
         """The OpenAI error envelope, with densewire's ``offset``."""
@@ -88,6 +88,7 @@ NotFoundError = _category("not_found", 404, "Unknown route, model or table.")
 PayloadTooLargeError = _category("payload_too_large", 413, "The request body, or its decompressed size, is over the limit.")
 UnsupportedMediaTypeError = _category("unsupported_media_type", 415, "Request Content-Type or Content-Encoding not supported.")
 NotAcceptableError = _category("not_acceptable", 406, "Nothing in Accept can be served.")
+MethodNotAllowedError = _category("method_not_allowed", 405, "A route called with another HTTP method.")
 UnavailableError = _category("unavailable", 503, "The model or an upstream is not ready or failed.")
 
 _BY_CATEGORY = {cls.category: cls for cls in DensewireError.__subclasses__()}

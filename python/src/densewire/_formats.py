@@ -23,12 +23,13 @@ MEDIA_TYPES: Final[dict[str, str]] = {
     "arrow": "application/vnd.apache.arrow.stream",
 }
 FORMATS: Final[tuple[str, ...]] = tuple(MEDIA_TYPES)
-_ALIASES: Final[dict[str, str]] = {
-    **{mt: fmt for fmt, mt in MEDIA_TYPES.items()},
+#: media types accepted besides the canonical ones (SPEC.md section 12)
+MEDIA_TYPE_ALIASES: Final[dict[str, str]] = {
     "application/msgpack": "msgpack",
     "application/x-msgpack": "msgpack",
     "application/x-protobuf": "protobuf",
 }
+_ALIASES: Final[dict[str, str]] = {**{mt: fmt for fmt, mt in MEDIA_TYPES.items()}, **MEDIA_TYPE_ALIASES}
 
 
 def format_for_media_type(media_type: str) -> str | None:
@@ -80,7 +81,7 @@ def detect_format(body: bytes) -> str | None:
     stripped = head.lstrip()
     if stripped.startswith((b"{", b"[")):
         return "json"
-    if head.startswith(b"\xff\xff\xff\xff") or head[:4] in (b"ARROW1"[:4],):
+    if head.startswith(b"\xff\xff\xff\xff"):  # an IPC stream message starts with the continuation marker
         return "arrow"
     if head and (0x80 <= head[0] <= 0x8F or head[0] in (0xDE, 0xDF)):
         return "msgpack"

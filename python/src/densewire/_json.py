@@ -106,7 +106,7 @@ def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
     model = doc.get("model")
     if model is not None and not isinstance(model, str):
         raise InvalidFieldError("must be a string", field="model")
-    return Embeddings(tensor, model, _usage(doc.get("usage")))
+    return Embeddings(tensor, model, Usage.parse(doc.get("usage")))
 
 
 def _place_rows(data: list) -> tuple[list, list[int]]:
@@ -163,7 +163,7 @@ def _decode_base64_rows(rows: list, positions: list[int], dtype: str, byteorder:
     for k, row in enumerate(rows):
         raw = _decode_row(row, positions[k])
         if len(raw) != rb:
-            raise LengthMismatchError(f"{len(raw)} bytes where a {dtype} row of {dims} dimensions needs {rb}",
+            raise LengthMismatchError(f"{len(raw)} bytes, expected {dims} {dtype} dimensions ({rb} bytes)",
                                       offset=min(len(raw), rb), field=f"data[{positions[k]}].embedding")
         out[k * rb:(k + 1) * rb] = raw
     return Tensor.from_bytes(out, dtype, (n, dims), byteorder)
@@ -186,7 +186,7 @@ def _decode_number_rows(rows: list, positions: list[int], dtype: str, dims: int 
         if width is None:
             width = len(row)
         if len(row) != width:
-            raise ShapeMismatchError(f"{len(row)} values where {width} are expected", field=f"data[{positions[k]}].embedding")
+            raise ShapeMismatchError(f"{len(row)} values, expected {width}", field=f"data[{positions[k]}].embedding")
     values = np.array(rows)
     if values.dtype.kind not in "fiu" or values.ndim != 2:
         k = _first_bad_row(rows)
@@ -209,19 +209,6 @@ def _first_bad_row(rows: list) -> int:
             return k
     return 0
 
-
-def _usage(usage: object) -> Usage | None:
-    if usage is None:
-        return None
-    if not isinstance(usage, dict):
-        raise InvalidFieldError("must be an object", field="usage")
-    values = []
-    for key in ("prompt_tokens", "total_tokens"):
-        v = usage.get(key, 0)
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise InvalidFieldError(f"must be a non-negative integer, got {v!r}", field=f"usage.{key}")
-        values.append(v)
-    return Usage(*values)
 
 
 _ROW = re.compile(rb'"embedding"\s*:\s*"')  # the key; "embedding" as a value is followed by , or }
@@ -325,6 +312,6 @@ def _decode_base64_fast(body: bytes) -> Embeddings | None:
     if model is not None and not isinstance(model, str):
         return None
     try:
-        return Embeddings(Tensor.from_bytes(raw, dtype, (n, d), byteorder), model, _usage(doc.get("usage")))
+        return Embeddings(Tensor.from_bytes(raw, dtype, (n, d), byteorder), model, Usage.parse(doc.get("usage")))
     except DensewireError:
         return None

@@ -169,18 +169,5 @@ def decode_msgpack(body) -> Embeddings:
     model = doc.get("model")
     if model is not None and not isinstance(model, str):
         raise InvalidFieldError("must be a string", field="model")
-    return Embeddings(Tensor.from_bytes(data, dtype, (shape[0], shape[1]), field="data"), model, _usage(doc.get("usage")))
+    return Embeddings(Tensor.from_bytes(data, dtype, (shape[0], shape[1]), field="data"), model, Usage.parse(doc.get("usage")))
 
-
-def _usage(u) -> Usage | None:
-    if u is None:
-        return None
-    if not isinstance(u, dict):
-        raise InvalidFieldError("must be a map", field="usage")
-    out = []
-    for key in ("prompt_tokens", "total_tokens"):
-        v = u.get(key, 0)
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise InvalidFieldError(f"must be a non-negative integer, got {v!r}", field=f"usage.{key}")
-        out.append(v)
-    return Usage(*out)

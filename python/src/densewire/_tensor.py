@@ -123,7 +123,7 @@ class Tensor:
         """A view over ``data`` (no copy for little-endian); checks the length against the shape."""
         n, d = shape
         expected = n * row_bytes(dtype, d)
-        got = len(data) if not isinstance(data, memoryview) else data.nbytes
+        got = memoryview(data).nbytes
         if got != expected:
             raise LengthMismatchError(
                 f"{got} bytes do not hold a {dtype} tensor of shape ({n}, {d}), which needs {expected}",
@@ -154,6 +154,21 @@ class Tensor:
 class Usage:
     prompt_tokens: int = 0
     total_tokens: int = 0
+
+    @classmethod
+    def parse(cls, value: object) -> "Usage | None":
+        """A decoded ``usage`` map (JSON or MessagePack): None when absent; missing counts are 0."""
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise InvalidFieldError("must be a map of token counts", field="usage")
+        counts = []
+        for key in ("prompt_tokens", "total_tokens"):
+            v = value.get(key, 0)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise InvalidFieldError(f"must be a non-negative integer, got {v!r}", field=f"usage.{key}")
+            counts.append(v)
+        return cls(*counts)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,9 @@
 
 Works with anything that serves ``POST /v1/embeddings`` the OpenAI way: text
 embeddings inference (TEI), vLLM, Infinity, OpenAI itself. Requests ask for
-``encoding_format: "base64"`` (little-endian float32); responses that ignore
-that and send float lists are accepted too. Vectors are written by their
-``index`` into one preallocated ``(n, d)`` float32 array.
+``encoding_format: "base64"`` (little-endian float32) and decode answers with
+densewire's JSON envelope decoder, so rows are placed by ``index`` and responses
+that ignore Base64 and send float lists are accepted too.
 
 Notes:
     * ``count_tokens`` cannot ask the upstream (the API has no such call): it
@@ -17,22 +17,14 @@ Notes:
 
 from __future__ import annotations
 
-import base64
-import json
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
+import orjson
 
+from .._errors import DensewireError
+from .._json import decode_json
 from .base import Backend, check_ids, check_texts, empty_result, whitespace_token_counts
-
-try:  # both are densewire dependencies, but keep working without them
-    import orjson as _orjson
-except ImportError:  # pragma: no cover
-    _orjson = None  # type: ignore[assignment]
-try:
-    import pybase64 as _b64
-except ImportError:  # pragma: no cover
-    _b64 = None  # type: ignore[assignment]
 
 __all__ = ["UpstreamBackend", "UpstreamError", "embeddings_url"]
 
@@ -68,26 +60,10 @@ def embeddings_url(base_url: str) -> str:
     return f"{base}/v1/embeddings"
 
 
-def _dumps(obj: Any) -> bytes:
-    if _orjson is not None:
-        return _orjson.dumps(obj)
-    return json.dumps(obj, separators=(",", ":")).encode()
-
-
-def _loads(data: bytes) -> Any:
-    return _orjson.loads(data) if _orjson is not None else json.loads(data)
-
-
-def _b64decode(text: str) -> bytes:
-    if _b64 is not None:
-        return _b64.b64decode(text)
-    return base64.b64decode(text)
-
-
 def _error_message(content: bytes, reason: str) -> str:
     """The message of an OpenAI-, TEI- or FastAPI-style error body."""
     try:
-        body = _loads(content)
+        body = orjson.loads(content)
     except ValueError:
         text = content.decode("utf-8", "replace").strip()
         return text[:1000] or reason
@@ -98,8 +74,8 @@ def _error_message(content: bytes, reason: str) -> str:
         for key in ("error", "detail", "message"):
             if body.get(key):
                 value = body[key]
-                return value if isinstance(value, str) else json.dumps(value)
-    return json.dumps(body)[:1000]
+                return value if isinstance(value, str) else orjson.dumps(value).decode()
+    return orjson.dumps(body).decode()[:1000]
 
 
 class UpstreamBackend(Backend):
@@ -193,16 +169,25 @@ class UpstreamBackend(Backend):
             out = np.empty((len(inputs), self._dimensions), dtype=np.float32)
         for start in range(0, len(inputs), self._batch_size):
             chunk = inputs[start:start + self._batch_size]
-            status, data = self._post(chunk)
-            out = self._decode_into(out, status, data, start, len(inputs))
+            status, vectors = self._post(chunk)
+            if out is None:
+                if vectors.shape[1] == 0:
+                    raise UpstreamError(status, "the upstream returned empty vectors", self.url)
+                self._dimensions = int(vectors.shape[1])
+                out = np.empty((len(inputs), vectors.shape[1]), dtype=np.float32)
+            if vectors.shape[1] != out.shape[1]:
+                raise UpstreamError(status, f"embeddings have {vectors.shape[1]} values, expected {out.shape[1]}", self.url)
+            out[start:start + len(chunk)] = vectors
         assert out is not None
         return out
 
-    def _post(self, chunk: list[Any]) -> tuple[int, Sequence[Any]]:
+    def _post(self, chunk: list[Any]) -> tuple[int, np.ndarray]:
+        """One request; the response decoded by densewire's JSON envelope decoder (rows by index,
+        Base64 or float rows), as float32 of shape (len(chunk), d)."""
         body = {"model": self.model, "input": chunk, "encoding_format": "base64", **self._extra}
         httpx = self._httpx
         try:
-            resp = self._client.post(self.url, content=_dumps(body))
+            resp = self._client.post(self.url, content=orjson.dumps(body))
         except httpx.TimeoutException as exc:
             raise UpstreamError(None, f"timed out ({type(exc).__name__})", self.url) from exc
         except httpx.HTTPError as exc:
@@ -210,53 +195,11 @@ class UpstreamBackend(Backend):
         if resp.status_code >= 400:
             raise UpstreamError(resp.status_code, _error_message(resp.content, resp.reason_phrase), self.url)
         try:
-            payload = _loads(resp.content)
-            data = payload["data"]
-            if not isinstance(data, list):
-                raise TypeError("'data' is not a list")
-        except (ValueError, KeyError, TypeError) as exc:
+            vectors = decode_json(resp.content).tensor.to_float32()
+        except DensewireError as exc:
             raise UpstreamError(resp.status_code, f"malformed embeddings response: {exc}", self.url) from exc
-        if len(data) != len(chunk):
+        if vectors.shape[0] != len(chunk):
             raise UpstreamError(
-                resp.status_code, f"sent {len(chunk)} inputs but got {len(data)} embeddings", self.url
+                resp.status_code, f"sent {len(chunk)} inputs but got {vectors.shape[0]} embeddings", self.url
             )
-        return resp.status_code, data
-
-    def _decode_into(
-        self, out: np.ndarray | None, status: int, data: Sequence[Any], start: int, total: int
-    ) -> np.ndarray:
-        count = len(data)
-        seen = np.zeros(count, dtype=bool)
-        for pos, item in enumerate(data):
-            try:
-                index = int(item.get("index", pos))
-                emb = item["embedding"]
-            except (AttributeError, KeyError, TypeError, ValueError) as exc:
-                raise UpstreamError(status, f"malformed embedding item {pos}: {exc!r}", self.url) from exc
-            if not 0 <= index < count or seen[index]:
-                raise UpstreamError(status, f"bad or repeated embedding index {index} (batch of {count})", self.url)
-            seen[index] = True
-            if isinstance(emb, str):
-                try:
-                    raw = _b64decode(emb)
-                except ValueError as exc:
-                    raise UpstreamError(status, f"embedding {index}: invalid base64: {exc}", self.url) from exc
-                if len(raw) % 4:
-                    raise UpstreamError(status, f"embedding {index}: {len(raw)} bytes is not whole float32s", self.url)
-                vec = np.frombuffer(raw, dtype="<f4")
-            elif isinstance(emb, list):
-                vec = np.asarray(emb, dtype=np.float32)
-            else:
-                raise UpstreamError(status, f"embedding {index} is neither base64 text nor a list", self.url)
-            if out is None:
-                if vec.ndim != 1 or vec.size == 0:
-                    raise UpstreamError(status, f"embedding {index} is empty or not a vector", self.url)
-                self._dimensions = int(vec.size)
-                out = np.empty((total, vec.size), dtype=np.float32)
-            if vec.shape != (out.shape[1],):
-                raise UpstreamError(
-                    status, f"embedding {index} has {vec.size} values, expected {out.shape[1]}", self.url
-                )
-            out[start + index] = vec
-        assert out is not None  # data is never empty (checked against the request)
-        return out
+        return resp.status_code, vectors

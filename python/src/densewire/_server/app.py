@@ -33,6 +33,7 @@ from densewire import (
     DensewireError,
     Embeddings,
     InvalidFieldError,
+    MethodNotAllowedError,
     NotFoundError,
     Tensor,
     UnauthorizedError,
@@ -138,9 +139,7 @@ def _state(request: Request) -> ServerState:
 
 def _internal_error(exc: BaseException) -> Response:
     log.exception("unexpected error", exc_info=exc)
-    body = {"error": {"message": f"internal server error ({type(exc).__name__})", "type": "server_error",
-                      "param": None, "code": "internal_error", "offset": None}}
-    return Response(orjson.dumps(body), 500, {"Vary": VARY}, media_type="application/json")
+    return ErrorResponse(DensewireError(f"internal server error ({type(exc).__name__})"))
 
 
 def _encode_cost(fmt: str, encoding_format: str, nbytes: int, content_encoding: str | None) -> int:
@@ -306,13 +305,13 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 404:
         return ErrorResponse(NotFoundError(f"no route {request.method} {request.url.path}"))
-    body = {"error": {"message": f"{request.method} is not allowed on {request.url.path}",
-                      "type": "invalid_request_error", "param": None,
-                      "code": "method_not_allowed" if exc.status_code == 405 else str(exc.status_code),
-                      "offset": None}}
-    headers = dict(exc.headers or {})
-    headers["Vary"] = VARY
-    return Response(orjson.dumps(body), exc.status_code, headers, media_type="application/json")
+    if exc.status_code == 405:
+        return ErrorResponse(MethodNotAllowedError(f"{request.method} is not allowed on {request.url.path}"),
+                             dict(exc.headers or {}))
+    body = {"error": {"message": str(exc.detail), "type": "invalid_request_error", "param": None,
+                      "code": str(exc.status_code), "offset": None}}
+    return Response(orjson.dumps(body), exc.status_code, {**(exc.headers or {}), "Vary": VARY},
+                    media_type="application/json")
 
 
 def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starlette:

@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from densewire import FORMATS, MEDIA_TYPES
+from densewire._formats import MEDIA_TYPE_ALIASES
 
 from .request import SERVED_DTYPES
 
 __all__ = ["build_openapi"]
 
 _BINARY = {"schema": {"type": "string", "format": "binary"}}
-_ALIASES = ("application/msgpack", "application/x-msgpack", "application/x-protobuf")
 
 
 def _error_response(description: str) -> dict[str, Any]:
@@ -120,7 +120,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
     ok_content: dict[str, Any] = {"application/json": {"schema": {"$ref": "#/components/schemas/EmbeddingsResponse"}}}
     for fmt in FORMATS[1:]:
         ok_content[MEDIA_TYPES[fmt]] = _BINARY
-    for alias in _ALIASES:
+    for alias in MEDIA_TYPE_ALIASES:
         ok_content[alias] = _BINARY
     auth_errors = {"401": _error_response("missing or wrong API key")} if api_key else {}
     security = [{"bearer": []}] if api_key else []
