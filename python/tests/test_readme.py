@@ -53,3 +53,24 @@ def test_server_examples_run_against_a_real_server() -> None:
             exec(compile(block.replace("http://127.0.0.1:8000", server.url), "README.md server block", "exec"), scope)
             assert len(scope["vector"]) == 384
             assert scope["array"].shape == (10_000, 384)
+
+
+def test_server_curl_examples_work() -> None:
+    """The README's curl lines, run by bash against densewire serve."""
+    import os
+    import shutil
+
+    from server_support import ServerProcess
+
+    section = README.split("## The server", 1)[1].split("\n## ", 1)[0]
+    script = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    assert script.count("curl ") == 2
+    bin_dir = str(Path(sys.executable).parent)  # `densewire` of this environment
+    with ServerProcess("--model", "hash:384", "--served-model-name", "sentence-transformers/all-MiniLM-L6-v2") as server:
+        out = subprocess.run(["bash", "-o", "pipefail", "-ec", script.replace("localhost:8000", f"127.0.0.1:{server.port}")],
+                             capture_output=True, text=True, env={**os.environ, "PATH": bin_dir + os.pathsep + os.environ["PATH"]})
+    assert shutil.which("curl")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "shape      1 x 384" in out.stdout  # the first line, through densewire inspect
+    assert "content-type: application/octet-stream" in out.stdout.lower()
+    assert "densewire-dtype: float16" in out.stdout.lower()
