@@ -94,8 +94,8 @@ func loadGolden(tb testing.TB) []goldenCase {
 		if err := json.Unmarshal(raw, &f); err != nil {
 			tb.Fatalf("%s.json: %v", name, err)
 		}
-		if f.SpecVersion != "1.0" {
-			tb.Fatalf("%s.json: spec_version %q, this library implements 1.0", name, f.SpecVersion)
+		if f.SpecVersion != "1.1" {
+			tb.Fatalf("%s.json: spec_version %q, this library implements 1.1", name, f.SpecVersion)
 		}
 		if len(f.Cases) == 0 {
 			tb.Fatalf("%s.json has no cases", name)

@@ -25,9 +25,10 @@ from fractions import Fraction
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 CASES = HERE / "cases"
 GOLDEN = HERE / "golden"
-SPEC_VERSION = "1.0"
+SPEC_VERSION = "1.1"
 
 # name -> (tag used in case ids, bytes per item, Protobuf enum value); binary packs 8 items a byte
 DTYPES = {
@@ -463,6 +464,11 @@ def generate() -> dict[str, str]:
         "invalid.json": invalid_cases(load("invalid"), by_id),
         "interop.json": interop_cases(load("interop")),
     }
+    from tables import invalid_table_cases, table_cases  # noqa: PLC0415 (imports this module's encoders)
+
+    tables_spec = load("tables")
+    table_valid, table_by_id = table_cases(tables_spec)
+    files["tables.json"] = table_valid + invalid_table_cases(tables_spec, table_by_id)
     header = {"spec_version": SPEC_VERSION, "generated_by": "testdata/generate.py from testdata/cases/*.toml; do not edit"}
     return {name: json.dumps({**header, "cases": cases}, indent=1, ensure_ascii=False) + "\n"
             for name, cases in files.items()}

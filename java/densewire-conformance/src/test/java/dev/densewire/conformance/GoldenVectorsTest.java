@@ -49,7 +49,7 @@ class GoldenVectorsTest {
 
     private static DynamicContainer file(String name, CaseRunner runner) {
         JsonNode doc = Golden.load(name);
-        assertEquals("1.0", doc.get("spec_version").asText(), name + " spec_version");
+        assertEquals("1.1", doc.get("spec_version").asText(), name + " spec_version");
         List<DynamicTest> tests = new ArrayList<>();
         for (JsonNode c : doc.get("cases")) {
             String id = Golden.id(c);
