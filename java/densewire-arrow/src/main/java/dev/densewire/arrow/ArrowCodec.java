@@ -9,6 +9,7 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -67,12 +68,14 @@ public final class ArrowCodec {
             int batches = 0;
             while (true) {
                 boolean loaded;
+                int messageStart = in.position();
                 try {
                     loaded = reader.loadNextBatch();
                 } catch (IOException | RuntimeException e) {
                     throw failure(body, in, e, "cannot read an Arrow record batch");
                 }
                 if (!loaded) {
+                    checkEndOfStream(body, messageStart);
                     break;
                 }
                 FieldVector column = root.getVector("embedding");
@@ -107,6 +110,25 @@ public final class ArrowCodec {
         }
     }
 
+    private static final byte[] END_OF_STREAM = {-1, -1, -1, -1, 0, 0, 0, 0};
+
+    /**
+     * The stream may simply end, or end with the 8-byte end-of-stream marker (or the legacy 4 zero bytes);
+     * a body that stops inside the marker was cut short (SPEC.md section 10), which Arrow's reader does not
+     * report by itself.
+     */
+    private static void checkEndOfStream(byte[] body, int start) {
+        int tail = body.length - start;
+        if (tail <= 0 || tail >= END_OF_STREAM.length) {
+            return;
+        }
+        boolean legacy = tail == 4 && body[start] == 0 && body[start + 1] == 0 && body[start + 2] == 0 && body[start + 3] == 0;
+        if (!legacy && Arrays.equals(body, start, body.length, END_OF_STREAM, 0, tail)) {
+            throw new DensewireException(Category.TRUNCATED, "the Arrow stream ends inside its end-of-stream marker ("
+                    + tail + " of 8 bytes)", body.length, null);
+        }
+    }
+
     /** A failure is truncation when the reader ran into the end of the body, else a malformed stream. */
     private static DensewireException failure(byte[] body, EofTrackingStream in, Exception e, String what) {
         if (e instanceof DensewireException) {
@@ -123,6 +145,10 @@ public final class ArrowCodec {
 
         EofTrackingStream(byte[] body) {
             super(body);
+        }
+
+        int position() {
+            return pos;
         }
 
         @Override

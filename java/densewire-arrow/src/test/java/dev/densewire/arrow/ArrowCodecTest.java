@@ -38,8 +38,15 @@ class ArrowCodecTest {
             assertEquals(DensewireException.Category.TRUNCATED, e.category(), "cut at " + n + ": " + e.getMessage());
             assertEquals(n, e.offset().getAsLong());
         }
-        // the end-of-stream marker is optional (SPEC.md section 10)
+        // the end-of-stream marker is optional (SPEC.md section 10), but a body cut inside it was cut short
         assertEquals(Embeddings.of(F32), ArrowCodec.decode(Arrays.copyOf(body, batchEnd)));
+        for (int n = batchEnd + 1; n < body.length; n++) {
+            final int len = n;
+            DensewireException e = assertThrows(DensewireException.class, () -> ArrowCodec.decode(Arrays.copyOf(body, len)));
+            assertEquals(DensewireException.Category.TRUNCATED, e.category(), "cut at " + n + ": " + e.getMessage());
+            assertEquals(n, e.offset().getAsLong());
+        }
+        assertEquals(Embeddings.of(F32), ArrowCodec.decode(body));
     }
 
     @Test
