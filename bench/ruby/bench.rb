@@ -4,9 +4,11 @@
 # embeddings from a Python service. Baseline: JSON.parse of float arrays (as Python's json writes
 # them: float64 repr of each float32). Against it: densewire's decoders for Base64 rows in the JSON
 # envelope (to Floats, and to packed Strings), raw, MessagePack, Protobuf and Arrow bodies, and the
-# client's HTTP round trip over loopback.
+# client's HTTP round trip over loopback against an in-process server (bench/ruby/roundtrip.sh runs
+# the round trip against the real `densewire serve`).
 #
-#   ruby bench/ruby/bench.rb [N_ROWS] [DIMS] [ROUNDS]     (defaults: 1000 1536 7)
+#   ruby bench/ruby/bench.rb [N_ROWS] [DIMS] [ROUNDS]     (defaults: 1000 1536 9)
+#   ruby --yjit bench/ruby/bench.rb                      (the same with YJIT)
 
 $LOAD_PATH.unshift(File.expand_path("../../ruby/lib", __dir__))
 require "densewire"
@@ -16,7 +18,7 @@ require_relative "../../ruby/test/support/tiny_http_server"
 
 N = Integer(ARGV[0] || 1000)
 D = Integer(ARGV[1] || 1536)
-ROUNDS = Integer(ARGV[2] || 7)
+ROUNDS = Integer(ARGV[2] || 9)
 
 # Unit-norm vectors of Gaussian components, as embedding models return them, rounded to float32.
 rng = Random.new(42)
@@ -72,6 +74,11 @@ end
 row.call("densewire JSONEnvelope.decode, Base64 rows -> Floats", b64_json.bytesize) do
   check_rows(Densewire::JSONEnvelope.decode(b64_json).to_a, floats)
 end
+whole_b64 = [tensor.data].pack("m0")
+row.call("lower bound: one unpack1(\"m0\") of the whole tensor's Base64 + unpack(\"e*\") + row slices, no JSON", whole_b64.bytesize) do
+  flat = whole_b64.unpack1("m0").unpack("e*")
+  check_rows(Array.new(N) { |i| flat[i * D, D] }, floats)
+end
 row.call("densewire JSONEnvelope.decode, Base64 rows -> packed String rows", b64_json.bytesize) do
   Densewire::JSONEnvelope.decode(b64_json).packed_rows
 end
@@ -84,6 +91,22 @@ row.call("densewire Protobuf.decode -> Floats", pb_body.bytesize) do
 end
 row.call("densewire Arrow.decode -> Floats", arrow_body.bytesize) { check_rows(Densewire::Arrow.decode(arrow_body).to_a, floats) }
 row.call("densewire Arrow.decode -> packed String rows", arrow_body.bytesize) { Densewire::Arrow.decode(arrow_body).packed_rows }
+
+group = "making the Floats from 6 MB of float32 bytes (ways compared to pick Tensor#rows' one)"
+f32 = tensor.data
+row.call("unpack(\"e*\"), then rows as shared slices flat[i * d, d] (Tensor#rows)", f32.bytesize) do
+  flat = f32.unpack("e*")
+  check_rows(Array.new(N) { |i| flat[i * D, D] }, floats)
+end
+row.call("unpack(\"e*\").each_slice(d).to_a", f32.bytesize) { check_rows(f32.unpack("e*").each_slice(D).to_a, floats) }
+row.call("unpack(\"e#{D}\", offset: i * row_bytes) per row", f32.bytesize) do
+  check_rows(Array.new(N) { |i| f32.unpack("e#{D}", offset: i * D * 4) }, floats)
+end
+row.call("unpack(\"e*\") alone, no rows (the floor of any Floats result)", f32.bytesize) { f32.unpack("e*") }
+row.call("unpack1(\"m0\") of the whole tensor's Base64 alone (the floor of any Base64 decode)", whole_b64.bytesize) do
+  whole_b64.unpack1("m0")
+end
+row.call("Base64.strict_decode64 of the whole tensor's Base64 alone", whole_b64.bytesize) { Base64.strict_decode64(whole_b64) }
 
 group = "encode (what a Ruby service would send)"
 row.call("JSON.generate, float arrays", python_json.bytesize) do
@@ -122,7 +145,9 @@ row.call("client, MessagePack -> Floats", msgpack_body.bytesize) { check_rows(cl
 row.call("client, raw -> Floats", raw_body.bytesize) { check_rows(clients[:raw].embed(input), floats) }
 row.call("client, raw -> packed String rows", raw_body.bytesize) { clients[:raw].embed(input, packed: true) }
 
-puts "densewire Ruby bench: #{N} x #{D} float32, #{ROUNDS} rounds, #{RUBY_DESCRIPTION}"
+loadavg = -> { File.read("/proc/loadavg").split[0, 3].join(" ") rescue "n/a" }
+puts "densewire Ruby bench: #{N} x #{D} float32, #{ROUNDS} rounds, #{RUBY_DESCRIPTION}, json #{JSON::VERSION}"
+puts "load average at start: #{loadavg.call}"
 ROUNDS.times do |r|
   CASES.each do |c|
     GC.start
@@ -137,6 +162,7 @@ ROUNDS.times do |r|
 end
 clients.each_value(&:close)
 server.stop
+puts "load average at end: #{loadavg.call}"
 
 CASES.each do |c|
   t = c[:times].sort

@@ -135,6 +135,14 @@ class JSONEnvelopeFastPathTest < Minitest::Test
       duplicate_key: text.sub(%("embedding":"#{first}"), %("embedding":"AAAA","embedding":"#{first}")),
       short_row: text.sub(first, first[0, 16]),
       truncated: text[0, text.size / 2],
+      nul_between_rows: text.sub('"index":1,', '"index":1,"x":"\\u0000",'),
+      nul_in_fake_mark_between_rows: text.sub('"index":1,', '"index":1,"x":{"embedding":"\\u00001"},'),
+      spaced_colon: text.gsub('"embedding":"', %("embedding" :\t\r\n ")),
+      key_as_value_only: text.gsub('"embedding":"', '"embedding","vector":"'),
+      number_row_among_base64: text.sub(%("#{first}"), "[#{Array.new(96) { |j| j * 0.5 }.join(",")}]"),
+      key_at_the_end: "#{text[0...-1]},\"embedding\"",
+      colon_at_the_end: "#{text[0...-1]},\"embedding\" : ",
+      unterminated_row: "#{text[0...-1]},\"embedding\":\"AAAA",
       rows_out_of_order: text.sub('"index":0', '"index":99').sub('"index":1,', '"index":0,').sub('"index":99', '"index":1'),
     }
     variants.each do |name, variant|
@@ -142,6 +150,8 @@ class JSONEnvelopeFastPathTest < Minitest::Test
       assert_equal expected, fast(variant), name.to_s
     end
     assert_equal t, J.decode(variants[:pretty]).tensor
+    assert_equal 64, J.parse_without_rows(variants[:spaced_colon])[1].size, "whitespace around the colon is still cut out"
+    assert_nil J.parse_without_rows(variants[:nul_between_rows]), "a \\u0000 in the text left to JSON.parse turns the fast path off"
     assert_equal t, J.decode(variants[:escaped_slashes]).tensor
   end
 end
