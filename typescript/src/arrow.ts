@@ -19,7 +19,7 @@ let importer: () => Promise<unknown> = () => import("apache-arrow");
 let loaded: Promise<ArrowModule> | undefined;
 
 /** Loads apache-arrow (once), or rejects with an error naming the missing optional peer dependency. */
-function loadArrow(): Promise<ArrowModule> {
+export function loadArrow(): Promise<ArrowModule> {
   loaded ??= (importer() as Promise<ArrowModule>).catch((e: unknown) => {
     loaded = undefined;
     throw new Error(

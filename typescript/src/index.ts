@@ -1,9 +1,9 @@
 /**
- * densewire: embeddings and numeric tensors on the wire at memory speed (wire spec 1.0).
+ * densewire: embeddings, numeric tensors and tables on the wire at memory speed (wire spec 1.1).
  *
  * The one public surface of the package. Modules by format: base64, json, raw, msgpack, protobuf,
- * arrow (optional peer dependency apache-arrow), and the embeddings client. (The tables API will come
- * as tables.ts.)
+ * arrow (optional peer dependency apache-arrow), and the embeddings client; tables (SPEC.md section
+ * 15: src/tables/) with their decoders, encoders and client.
  */
 export {
   type ByteOrder,
@@ -75,8 +75,61 @@ export {
   decodeResponse,
   formatOfContentType,
 } from "./client.js";
-/** The generated Protobuf schemas (protoc-gen-es), for use with @bufbuild/protobuf's create/toBinary/fromBinary. */
-export * as pb from "./gen/densewire/v1/tensor_pb.js";
+export {
+  type ColumnArrays,
+  type ColumnSpec,
+  type ColumnType,
+  type ScalarColumnType,
+  type Table,
+  type TableColumn,
+  type TableDecodeOptions,
+  type TableFormat,
+  type VectorColumnType,
+  TABLE_FORMATS,
+  TABLE_MEDIA_TYPES,
+  byteStreamSplit,
+  byteStreamUnsplit,
+  columnsHeader,
+  encodeColumnName,
+  isColumnType,
+  makeTable,
+  parseColumnType,
+  parseColumnsHeader,
+  parseUuid,
+  tableColumn,
+  tableFormatOfContentType,
+  tableHeaders,
+  typeWidth,
+  uuidToString,
+  vectorDimensions,
+} from "./tables/model.js";
+export {
+  decodeTableJSON,
+  decodeTableJSONColumns,
+  decodeTableJSONRows,
+  encodeTableJSON,
+  encodeTableJSONColumns,
+  encodeTableJSONRows,
+} from "./tables/json.js";
+export { decodeTableCSV, encodeTableCSV } from "./tables/csv.js";
+export { decodeTableMsgpack, encodeTableMsgpack } from "./tables/msgpack.js";
+export { type TableProtobufOptions, decodeTableProtobuf, encodeTableProtobuf } from "./tables/protobuf.js";
+export { decodeTableArrow, encodeTableArrow } from "./tables/arrow.js";
+export { decodeTable, decodeTableSync, encodeTable, encodeTableSync } from "./tables/index.js";
+export {
+  type GetTableOptions,
+  type TableInfo,
+  type TableResult,
+  type TablesClientOptions,
+  DEFAULT_TABLE_FORMATS,
+  TablesClient,
+  tableAcceptHeader,
+} from "./tables/client.js";
+/**
+ * The generated Protobuf schemas (protoc-gen-es) of tensor.proto and table.proto, for use with
+ * @bufbuild/protobuf's create/toBinary/fromBinary (`pb.TensorSchema`, `pb.TableSchema`, ...).
+ */
+export * as pb from "./tables/pb.js";
 
 /** The wire spec version this package implements. */
-export const SPEC_VERSION = "1.0";
+export const SPEC_VERSION = "1.1";

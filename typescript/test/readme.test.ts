@@ -2,7 +2,7 @@
  * Every TypeScript example of README.md runs, in its own Node process importing "densewire" (the
  * package's own exports, built in dist/), and prints what its `// → ` comments say. Client examples
  * talk to the in-process fake servers (a densewire one for localhost:8000, an OpenAI-like one for
- * api.openai.com).
+ * api.openai.com, and for TablesClient examples a tables one serving the golden `points` table).
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -12,6 +12,7 @@ import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { type FakeServer, startFakeServer } from "./server.js";
+import { type FakeTablesServer, pointsCases, startTablesServer } from "./tables-server.js";
 
 const run = promisify(execFile);
 const pkgDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -37,13 +38,16 @@ function examples(markdown: string): Example[] {
 describe("README examples", { concurrency: 4 }, () => {
   let densewire: FakeServer;
   let openai: FakeServer;
+  let tables: FakeTablesServer;
   before(async () => {
     densewire = await startFakeServer();
     openai = await startFakeServer({ mode: "openai", dimensions: 1536 });
+    tables = await startTablesServer(pointsCases()); // the tables examples' server: the golden points table
   });
   after(async () => {
     await densewire.close();
     await openai.close();
+    await tables.close();
   });
 
   const found = examples(readme);
@@ -53,7 +57,8 @@ describe("README examples", { concurrency: 4 }, () => {
   for (const ex of found) {
     it(`README.md line ${ex.line}`, async () => {
       assert.ok(ex.expected.length > 0, "an example must show its output in // → comments");
-      const code = ex.code.replaceAll("http://localhost:8000/v1", densewire.url).replaceAll("https://api.openai.com/v1", openai.url);
+      const local = ex.code.includes("TablesClient") ? tables.url : densewire.url;
+      const code = ex.code.replaceAll("http://localhost:8000/v1", local).replaceAll("https://api.openai.com/v1", openai.url);
       const file = join(dir, `example-${ex.line}.mjs`);
       writeFileSync(file, code);
       const { stdout } = await run(process.execPath, [file], { cwd: pkgDir, timeout: 30_000 });
