@@ -9,7 +9,8 @@
 #
 # Formats: Densewire::Base64, Densewire::JSONEnvelope, Densewire::Raw, Densewire::Msgpack (needs the
 # msgpack gem), Densewire::Protobuf, Densewire::Arrow; negotiation and dispatch by media type:
-# Densewire::Media; HTTP: Densewire::Client. Errors: Densewire::Error and one
+# Densewire::Media; tables (SPEC.md section 15): Densewire::Table and its decoders
+# (TableProtobuf, TableMsgpack, TableJSON, TableCSV, TableArrow); HTTP: Densewire::Client. Errors: Densewire::Error and one
 # subclass per category of SPEC.md section 11.
 module Densewire
 end
@@ -27,4 +28,10 @@ require_relative "densewire/msgpack"
 require_relative "densewire/protobuf"
 require_relative "densewire/arrow"
 require_relative "densewire/media"
+require_relative "densewire/table"
+require_relative "densewire/table_protobuf"
+require_relative "densewire/table_msgpack"
+require_relative "densewire/table_json"
+require_relative "densewire/table_csv"
+require_relative "densewire/table_arrow"
 require_relative "densewire/client"

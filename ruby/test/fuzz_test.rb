@@ -50,4 +50,18 @@ class FuzzTest < Minitest::Test
       end
     end
   end
+
+  # The same for every table body of tables.json, in every format (packed and not).
+  GoldenFiles.cases("tables").reject { |c| c["id"].start_with?("invalid.") }.group_by { |c| c["format"] }.each do |format, cases|
+    define_method("test_mutated_table_#{format.tr("-", "_")}_bodies_fail_cleanly") do
+      rng = Random.new(4321)
+      fmt = format.tr("-", "_").to_sym
+      cases.each do |c|
+        body = c["encoded_hex"] ? [c["encoded_hex"]].pack("H*") : c["encoded_text"]
+        check(c["id"], body, rng) do |input|
+          Densewire::Table.decode(input, format: fmt, headers: c["headers"], packed: rng.rand(2).zero?)
+        end
+      end
+    end
+  end
 end

@@ -31,7 +31,8 @@ module Densewire
       raise ArgumentError, "base_url must be http or https: #{base_url.inspect}" unless uri.is_a?(URI::HTTP)
 
       @uri = uri
-      @path = "#{uri.path.chomp("/")}#{uri.path.end_with?("/v1") ? "" : "/v1"}/embeddings"
+      @prefix = "#{uri.path.chomp("/")}#{uri.path.chomp("/").end_with?("/v1") ? "" : "/v1"}"
+      @path = "#{@prefix}/embeddings"
       @api_key = api_key
       @model = model
       @formats = (formats || default_formats).map(&:to_sym)
@@ -84,6 +85,64 @@ module Densewire
     end
     alias embeddings create_embeddings
 
+    # ---------------------------------------------------------------- tables (SPEC.md section 15)
+    # One entry of GET /v1/tables: +columns+ are Table::Fields; +version+ changes when the data does.
+    TableInfo = Struct.new(:name, :rows, :columns, :version, :refreshed_at, :formats, keyword_init: true)
+
+    # The tables the server has (GET /v1/tables), as TableInfo.
+    def list_tables
+      response = get("#{@prefix}/tables", "application/json")
+      doc = JSONEnvelope.parse(response.body.to_s)
+      data = doc.is_a?(Hash) && doc["data"]
+      raise InvalidFieldError.new("the table list has no data array", field: "data") unless data.is_a?(Array)
+
+      data.each_with_index.map do |t, i|
+        columns = Array(t["columns"]).each_with_index.map do |c, k|
+          Table.field_of(c["name"].to_s, c["type"], field: "data[#{i}].columns[#{k}].type")
+        end
+        TableInfo.new(name: t["name"], rows: t["rows"], columns: columns, version: t["version"],
+                      refreshed_at: t["refreshed_at"], formats: t["formats"])
+      end
+    end
+
+    # Table formats the client asks for by default: MessagePack when the msgpack gem is there, then
+    # Protobuf (read without any gem), then the JSON columns layout. MessagePack comes first because
+    # densewire's server writes Protobuf columns byte-stream-split, and un-splitting them in Ruby costs
+    # more than the whole MessagePack decode (67,627 rows of points: about 60 ms against 190 ms to
+    # Ruby values, 0.1 ms against 110 ms packed).
+    def table_accept
+      types = []
+      types << Table::MEDIA_TYPES[:msgpack] if msgpack?
+      types << Table::MEDIA_TYPES[:protobuf]
+      types << Table::MEDIA_TYPES[:json_columns]
+      types.each_with_index.map { |t, i| i.zero? ? t : "#{t};q=#{format("%.1f", 1 - i * 0.1)}" }.join(", ")
+    end
+
+    # GET /v1/tables/NAME as a Densewire::Table, with its +etag+, +last_modified+ and +content_type+.
+    # +format+: nil (negotiate: MessagePack, else Protobuf, else JSON columns), or one of :protobuf,
+    # :msgpack, :arrow, :json (objects), :json_rows, :json_columns, :csv. +packed+: fixed-width
+    # columns as little-endian bytes instead of Ruby objects. +if_none_match+: an ETag from an
+    # earlier answer; returns nil when the server says 304 Not Modified. Bodies come gzip-compressed
+    # when the server compresses (Net::HTTP asks for gzip and inflates it).
+    def table(name, format: nil, packed: false, if_none_match: nil)
+      accept = format ? Table::MEDIA_TYPES.fetch(Table.format_key(format)) : table_accept
+      extra = if_none_match ? { "If-None-Match" => if_none_match } : {}
+      response = get("#{@prefix}/tables/#{Table.percent_encode(name)}", accept, extra, not_modified: true)
+      return nil if response.code == "304"
+
+      content_type = response["Content-Type"]
+      body = Media.inflate(response.body.to_s, response["Content-Encoding"])
+      fmt = Table.format_of(content_type)
+      raise UnsupportedMediaTypeError.new("unexpected Content-Type #{content_type.inspect}", field: "Content-Type") unless fmt
+
+      table = Table.decode(body, format: fmt, headers: response, packed: packed)
+      check_headers!(table, response)
+      table.etag = response["ETag"]
+      table.last_modified = response["Last-Modified"]
+      table.content_type = content_type
+      table
+    end
+
     # Closes the kept-alive connection (a later request opens a new one).
     def close
       @mutex.synchronize { disconnect }
@@ -109,6 +168,40 @@ module Densewire
       request.body = json
       response = @mutex.synchronize { perform(request) }
       handle(response)
+    end
+
+    def msgpack?
+      Msgpack.library
+      true
+    rescue LoadError
+      false
+    end
+
+    # A GET; no Accept-Encoding is set, so Net::HTTP asks for gzip and inflates the answer itself.
+    def get(path, accept, extra = {}, not_modified: false)
+      request = Net::HTTP::Get.new(path)
+      request["Accept"] = accept
+      request["User-Agent"] = "densewire-ruby/#{VERSION}"
+      request["Authorization"] = "Bearer #{@api_key}" if @api_key
+      @headers.merge(extra).each { |k, v| request[k] = v }
+      response = @mutex.synchronize { perform(request) }
+      status = response.code.to_i
+      return response if status.between?(200, 299) || (not_modified && status == 304)
+
+      raise http_error(response, status)
+    end
+
+    # The Densewire-Rows and Densewire-Columns headers must describe the body that came with them.
+    def check_headers!(table, response)
+      rows = response["Densewire-Rows"]
+      if rows && rows != table.rows.to_s
+        raise ShapeMismatchError.new("the body has #{table.rows} rows, the header says #{rows}", field: "Densewire-Rows")
+      end
+
+      columns = response[Table::COLUMNS_HEADER]
+      return if columns.nil? || Table.parse_columns_header(columns).map(&:to_s) == table.fields.map(&:to_s)
+
+      raise ShapeMismatchError.new("the body's columns #{table.columns_header} differ from the header's", field: Table::COLUMNS_HEADER)
     end
 
     def perform(request)
@@ -161,7 +254,7 @@ module Densewire
 
     def http_error(response, status)
       body = Media.inflate(response.body.to_s, response["Content-Encoding"])
-      error = JSON.parse(body)["error"] if response["Content-Type"].to_s.include?("json")
+      error = JSON.parse(body)["error"] if response["Content-Type"].to_s.include?("json") && !body.empty?
       if error.is_a?(Hash)
         HTTPError.new(status: status, code: error["code"], param: error["param"], message: error["message"],
                       offset: error["offset"], type: error["type"], body: body)

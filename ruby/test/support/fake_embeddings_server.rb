@@ -1,11 +1,13 @@
 # frozen_string_literal: true
 
 require_relative "tiny_http_server"
+require_relative "fake_tables"
 
 # An in-process stand-in for `densewire serve` (SPEC.md sections 6 and 12): POST /v1/embeddings
 # answers, in the format negotiated from Accept (or ?format=), with the golden bodies of the
 # envelope cases ("with_model_and_usage" for float32, "binary_with_usage" for dtype binary), with
-# the headers the spec gives; errors are OpenAI envelopes.
+# the headers the spec gives; errors are OpenAI envelopes. GET /v1/tables[/NAME] serve the golden
+# tables (FakeTables).
 class FakeEmbeddingsServer
   CASES = {
     "float32" => "with_model_and_usage",
@@ -18,6 +20,7 @@ class FakeEmbeddingsServer
     @api_key = api_key
     @gzip = gzip
     @golden = GoldenFiles.cases("tensors").to_h { |c| [c["id"], c] }
+    @tables = FakeTables.new
     @http = TinyHTTPServer.new { |req| handle(req) }
   end
 
@@ -45,6 +48,13 @@ class FakeEmbeddingsServer
 
   def handle(req)
     path, query = req.path.split("?", 2)
+    if @api_key && path.start_with?("/v1/tables") && req.headers["authorization"] != "Bearer #{@api_key}"
+      return error(401, "unauthorized", "missing or wrong API key")
+    end
+
+    tables = @tables.handle(req, method(:error))
+    return tables if tables
+
     return error(404, "not_found", "no route #{path}") unless req.method == "POST" && path == "/v1/embeddings"
     return error(401, "unauthorized", "missing or wrong API key") if @api_key && req.headers["authorization"] != "Bearer #{@api_key}"
 

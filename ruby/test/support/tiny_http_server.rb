@@ -7,7 +7,7 @@ require "socket"
 # [status, headers, body]. Counts connections so tests can check that the client reuses one.
 class TinyHTTPServer
   Request = Struct.new(:method, :path, :headers, :body)
-  REASONS = { 200 => "OK", 400 => "Bad Request", 401 => "Unauthorized", 404 => "Not Found", 406 => "Not Acceptable",
+  REASONS = { 200 => "OK", 304 => "Not Modified", 405 => "Method Not Allowed", 400 => "Bad Request", 401 => "Unauthorized", 404 => "Not Found", 406 => "Not Acceptable",
               415 => "Unsupported Media Type", 422 => "Unprocessable Entity", 500 => "Internal Server Error",
               503 => "Service Unavailable" }.freeze
 
