@@ -22,14 +22,20 @@ go test -count=1 -v ./... > "$log" 2>&1 || { grep -E '^(\s*--- FAIL|FAIL|panic|o
 grep -E '^(ok |FAIL|\?)' "$log"
 passed=$(grep -cE '^\s*--- PASS' "$log" || true)
 failed=$(grep -cE '^\s*--- FAIL' "$log" || true)
+skipped=$(grep -cE '^\s*--- SKIP' "$log" || true)
+# a skip is never silent: name it and say why
+grep -E -B1 '^\s*--- SKIP' "$log" || true
 
 # the benchmarks (a module of their own in bench/go) must at least build and pass their checks
 (cd ../bench/go && go vet ./... && go test -count=1 -run . -bench '^$' ./...)
 
 if [ "$FUZZTIME" != "0" ]; then
-  for target in FuzzDecodeBase64 FuzzDecodeRaw FuzzDecodeMsgpack FuzzDecodeProtobuf FuzzDecodeJSON; do
+  for target in FuzzDecodeBase64 FuzzDecodeRaw FuzzDecodeMsgpack FuzzDecodeProtobuf FuzzDecodeJSON \
+      FuzzDecodeTableProtobuf FuzzDecodeTableMsgpack FuzzDecodeTableJSON FuzzDecodeTableCSV; do
     go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" -parallel 2 . 2>&1 | tail -n 3
   done
-  go test -run '^$' -fuzz '^FuzzDecodeArrow$' -fuzztime "$FUZZTIME" -parallel 2 ./arrowipc 2>&1 | tail -n 3
+  for target in FuzzDecodeArrow FuzzDecodeArrowTable; do
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" -parallel 2 ./arrowipc 2>&1 | tail -n 3
+  done
 fi
-echo "go: ${passed} passed, ${failed} failed"
+echo "go: ${passed} passed, ${failed} failed, ${skipped} skipped"

@@ -1,7 +1,8 @@
 // Package densewire moves embeddings and other dense numeric tensors between services in the
-// formats of the densewire wire spec 1.0 (SPEC.md at the repository root): Base64, the
+// formats of the densewire wire spec 1.1 (SPEC.md at the repository root): Base64, the
 // OpenAI-compatible JSON envelope, raw bodies, MessagePack, Protobuf and Arrow, with the same bytes
-// and the same errors as the Python, TypeScript, Java, Rust and Ruby libraries.
+// and the same errors as the Python, TypeScript, Java, Rust and Ruby libraries; and tables (section
+// 15) in their seven formats.
 //
 // Import it as
 //
@@ -32,6 +33,19 @@
 //     message types are in the subpackage densewirepb
 //   - Arrow IPC stream: the subpackage arrowipc, which registers itself with [Encode] and
 //     [Decode] (the format-generic entry points) when imported
+//
+// # Tables
+//
+// A [Table] is n rows of typed [Column]s ([ColumnType]: bool, int32, int64, float32, float64,
+// string, uuid, float32[d]), fixed-width values in Column.Data (little-endian, read through
+// [Column.Int32], [Column.Float64], [Column.UUIDs], [Column.Vectors] and the other accessors) and
+// strings in Column.Strings. Decoders: [DecodeTableProtobuf] (plain and byte-stream-split columns),
+// [DecodeTableMsgpack], [DecodeTableJSON] (objects, typed by the Densewire-Columns header:
+// [ParseColumnsHeader], [ParseTableHeaders]), [DecodeTableJSONRows], [DecodeTableJSONColumns],
+// [DecodeTableCSV], arrowipc.DecodeTable, or [DecodeTable] and [DecodeTableResponse] by format;
+// encoders [EncodeTable] and the per-format ones. [Client.GetTable], [Client.GetTables] and
+// [Client.ListTables] call GET /v1/tables/{name} and GET /v1/tables with content negotiation,
+// zstd/br/gzip decompression and ETag revalidation.
 //
 // # HTTP
 //

@@ -2,9 +2,11 @@ package densewire_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log"
+	"math"
 	"net/http"
 	"net/http/httptest"
 
@@ -141,4 +143,63 @@ func ExampleNegotiate() {
 	fmt.Println(f, mediaType, ok)
 	// Output:
 	// msgpack application/x-msgpack true
+}
+
+func ExampleClient_GetTable() {
+	// A tables server (GET /v1/tables/{name}); here an in-process one serving a two-row table.
+	table := &densewire.Table{Name: "points", Rows: 2, Columns: []densewire.Column{
+		{ColumnSpec: densewire.ColumnSpec{Name: "status", Type: densewire.ColumnInt32}, Data: []byte{1, 0, 0, 0, 0, 0, 0, 0}},
+		{ColumnSpec: densewire.ColumnSpec{Name: "longitude", Type: densewire.ColumnFloat64},
+			Data: binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, math.Float64bits(-73.98)), math.Float64bits(139.73))},
+	}}
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := densewire.EncodeTable(densewire.TableProtobuf, table)
+		densewire.SetTableHeaders(w.Header(), table)
+		w.Header().Set("Content-Type", "application/protobuf")
+		w.Header().Set("ETag", `"v1"`)
+		w.Write(body)
+	}))
+	defer server.Close()
+
+	client := &densewire.Client{BaseURL: server.URL}
+	res, err := client.GetTable(context.Background(), "points", nil) // Protobuf first, then MessagePack, ...
+	if err != nil {
+		log.Fatal(err)
+	}
+	tbl := res.Table
+	status, _ := tbl.Column("status").Int32()
+	lon, err := tbl.Column("longitude").Float64()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(tbl.Name, tbl.Rows, res.Format, res.ETag)
+	fmt.Println(densewire.FormatColumnsHeader(tbl.Schema()))
+	fmt.Println(status, lon)
+	// Output:
+	// points 2 protobuf "v1"
+	// status=int32,longitude=float64
+	// [1 0] [-73.98 139.73]
+}
+
+func ExampleDecodeTableCSV() {
+	// CSV and JSON objects carry no types: they come from the Densewire-Columns header.
+	columns, err := densewire.ParseColumnsHeader("id=uuid,label=string,v=float32[2]")
+	if err != nil {
+		log.Fatal(err)
+	}
+	body := []byte("id,label,v\r\n7c9e6679-7425-40de-944b-e07fc1f90ae7,\"a, b\",\"[0.5,-1.0]\"\r\n")
+	tbl, err := densewire.DecodeTableCSV(body, "t", columns)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ids, _ := tbl.Column("id").UUIDs()
+	labels, _ := tbl.Column("label").StringValues()
+	v, d, _ := tbl.Column("v").Vectors()
+	fmt.Println(densewire.FormatUUID(ids[0]), labels[0], d, v)
+
+	_, err = densewire.DecodeTableCSV([]byte("id,label,v\r\nnot-a-uuid,x,\"[1,2]\"\r\n"), "t", columns)
+	fmt.Println(err)
+	// Output:
+	// 7c9e6679-7425-40de-944b-e07fc1f90ae7 a, b 2 [0.5 -1]
+	// densewire: line 2, id: "not-a-uuid" is not a uuid
 }

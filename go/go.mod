@@ -3,7 +3,9 @@ module github.com/densewire/densewire/go
 go 1.26.0
 
 require (
+	github.com/andybalholm/brotli v1.2.3
 	github.com/apache/arrow-go/v18 v18.8.0
+	github.com/klauspost/compress v1.19.2
 	github.com/segmentio/asm v1.2.1
 	github.com/tinylib/msgp v1.6.5
 	golang.org/x/sync v0.24.0
@@ -13,7 +15,6 @@ require (
 require (
 	github.com/goccy/go-json v0.10.6 // indirect
 	github.com/google/flatbuffers v25.12.19+incompatible // indirect
-	github.com/klauspost/compress v1.19.2 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/philhofer/fwd v1.2.0 // indirect
 	github.com/pierrec/lz4/v4 v4.1.29 // indirect

@@ -17,7 +17,7 @@ import (
 )
 
 // The golden vectors of SPEC.md section 13: ONE data-driven test over testdata/golden/{tensors,
-// conversions,invalid,interop}.json, one subtest per case id. No case is skipped: a format or
+// conversions,invalid,interop,tables}.json, one subtest per case id (tables: table_golden_test.go). No case is skipped: a format or
 // direction this library did not handle would fail here.
 
 type goldenUsage struct {
@@ -52,6 +52,11 @@ type goldenCase struct {
 	Error     string  `json:"error"`
 	Offset    *int    `json:"offset"`
 	Field     *string `json:"field"`
+	// tables (SPEC.md section 15)
+	Table          string         `json:"table"`
+	Rows           *int           `json:"rows"`
+	Columns        []goldenColumn `json:"columns"`
+	ColumnEncoding string         `json:"column_encoding"`
 
 	file string
 }
@@ -76,7 +81,7 @@ func goldenDir(tb testing.TB) string {
 	}
 }
 
-var goldenFiles = []string{"tensors", "conversions", "invalid", "interop"}
+var goldenFiles = []string{"tensors", "conversions", "invalid", "interop", "tables"}
 
 func loadGolden(tb testing.TB) []goldenCase {
 	tb.Helper()
@@ -124,6 +129,12 @@ func TestGolden(t *testing.T) {
 				checkConversion(t, &c)
 			case "invalid":
 				checkInvalid(t, &c)
+			case "tables":
+				if c.Direction != "" {
+					checkInvalidTable(t, &c)
+				} else {
+					checkTable(t, &c)
+				}
 			default:
 				t.Fatalf("no check for file %s", c.file)
 			}
@@ -416,7 +427,13 @@ func le(b []byte) uint64 {
 }
 
 func checkInvalid(t *testing.T, c *goldenCase) {
-	err := invalidCaseError(t, c)
+	checkCaseError(t, c, invalidCaseError(t, c))
+}
+
+// checkCaseError checks the error an invalid case must give: category, and offset and field where
+// the case names them.
+func checkCaseError(t *testing.T, c *goldenCase, err error) {
+	t.Helper()
 	if err == nil {
 		t.Fatalf("no error, want %s", c.Error)
 	}

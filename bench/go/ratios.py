@@ -18,7 +18,10 @@ for line in open(sys.argv[1]):
 print(f"{'benchmark':34} {'median ms':>10} {'x JSON baseline':>16} {'body bytes':>11}")
 for name, times in rounds.items():
     base = "Encode_JSONBaseline" if name.startswith("Encode") else "Decode_JSONBaseline"
+    if name.startswith("Table_"):  # tables: against encoding/json of the objects layout
+        base = "Table_Decode_JSONBaseline"
     ratio = ""
-    if name.split("_")[0] in ("Encode", "Decode") and base in rounds and len(rounds[base]) == len(times):
+    kind = name.split("_")[1] if name.startswith("Table_") else name.split("_")[0]
+    if kind in ("Encode", "Decode") and base in rounds and len(rounds[base]) == len(times):
         ratio = f"{statistics.median(b / t for b, t in zip(rounds[base], times)):.1f}"
     print(f"{name:34} {statistics.median(times) / 1e6:10.3f} {ratio:>16} {sizes.get(name, ''):>11}")

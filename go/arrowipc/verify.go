@@ -178,6 +178,10 @@ func (f fbuf) message() (int64, bool) {
 	if !ok {
 		return 0, false
 	}
+	if header == 0 && headerType != 0 {
+		// arrow-go reads an absent header as a table at offset 0 (the root offset): refuse it
+		return 0, false
+	}
 	if header != 0 {
 		switch headerType {
 		case 1: // Schema
