@@ -195,20 +195,21 @@ func supportedList(offered []Format) string {
 }
 
 // NegotiateRequest picks the response format of an HTTP request: the format query parameter if
-// present (an InvalidField error on "format" if it names no format or one not offered), else the
+// present (a NotAcceptable error on "format" if it names no format or one not offered, SPEC.md
+// section 12), else the
 // Accept header (a NotAcceptable error listing the supported types when nothing fits).
 func NegotiateRequest(r *http.Request, offered []Format) (Format, string, error) {
 	if name := r.URL.Query().Get("format"); name != "" {
 		f, err := ParseFormat(name)
 		if err != nil {
-			return 0, "", err
+			return 0, "", newError(NotAcceptable, "format", -1, "format "+strconv.Quote(name)+" is not supported (supported: "+supportedList(offered)+")")
 		}
 		for _, o := range offered {
 			if o == f {
 				return f, f.MediaType(), nil
 			}
 		}
-		return 0, "", newError(InvalidField, "format", -1, "format "+name+" is not available here (supported: "+supportedList(offered)+")")
+		return 0, "", newError(NotAcceptable, "format", -1, "format "+name+" is not available here (supported: "+supportedList(offered)+")")
 	}
 	accept := strings.Join(r.Header.Values("Accept"), ",")
 	f, mt, ok := Negotiate(accept, offered)

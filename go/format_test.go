@@ -56,11 +56,13 @@ func TestNegotiateRequest(t *testing.T) {
 	if _, _, err := densewire.NegotiateRequest(r, all); err == nil {
 		t.Fatal("unknown format accepted")
 	} else {
-		checkErr(t, err, densewire.InvalidField, "format")
+		checkErr(t, err, densewire.NotAcceptable, "format")
 	}
 	r = httptest.NewRequest("POST", "/?format=protobuf", nil)
 	if _, _, err := densewire.NegotiateRequest(r, all); err == nil {
 		t.Fatal("format not offered accepted")
+	} else {
+		checkErr(t, err, densewire.NotAcceptable, "format")
 	}
 	r = httptest.NewRequest("POST", "/", nil)
 	r.Header.Add("Accept", "text/html")
