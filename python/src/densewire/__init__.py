@@ -27,9 +27,11 @@ from ._msgpack import decode_msgpack, encode_msgpack
 from ._protobuf import decode_protobuf, encode_protobuf
 from ._raw import decode_raw, encode_raw
 from ._tensor import DTYPES, Embeddings, Tensor, Usage, row_bytes
+from ._tables import (DEMO_SEED, TABLE_FORMATS, TABLE_MEDIA_TYPES, Column, Table, columns_header, decode_table,
+                      demo_table, encode_table, parse_columns_header, table_headers)
 
 __version__ = "0.1.0"
-SPEC_VERSION = "1.0"
+SPEC_VERSION = "1.1"
 
 __all__ = [
     "DTYPES", "FORMATS", "MEDIA_TYPES", "SPEC_VERSION",
@@ -42,4 +44,6 @@ __all__ = [
     "NotFoundError", "PayloadTooLargeError", "UnsupportedMediaTypeError", "NotAcceptableError", "MethodNotAllowedError",
     "UnavailableError", "error_class",
     "Client", "AsyncClient", "APIError", "DEFAULT_ACCEPT",
+    "Table", "Column", "TABLE_FORMATS", "TABLE_MEDIA_TYPES", "encode_table", "decode_table", "demo_table", "DEMO_SEED",
+    "columns_header", "parse_columns_header", "table_headers",
 ]

@@ -23,6 +23,7 @@ module Densewire
       pos = 0
       schema = nil
       rows = 0
+      batches = 0
       parts = nil
       loop do
         break if pos == body.bytesize # the end-of-stream marker is optional
@@ -52,10 +53,13 @@ module Densewire
           raise MalformedError.new("a record batch before the schema", offset: at) unless schema
 
           rows += read_batch(fb, fb.table(msg, 2), payload, schema, parts, at)
+          batches += 1
         else raise MalformedError.new("unsupported Arrow message type #{type} (dictionaries are not used by tables)", offset: at)
         end
       end
       raise TruncatedError.new("the stream ends before its schema", offset: body.bytesize) unless schema
+      # SPEC.md section 15.7: even an empty table has its (empty) record batch
+      raise TruncatedError.new("the stream ends before its first record batch", offset: body.bytesize) if batches.zero?
 
       columns = schema[:fields].each_with_index.map do |f, k|
         if f.type == "string"

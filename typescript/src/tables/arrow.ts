@@ -89,6 +89,10 @@ export async function decodeTableArrow(body: Uint8Array | ArrayBuffer, options: 
   } catch (e) {
     throw new DensewireError("malformed", `not a readable Arrow IPC stream: ${(e as Error).message}`, {}, { cause: e });
   }
+  if (t.numRows === 0 && countRecordBatches(A, bytes) === 0) {
+    // SPEC.md section 15.7: even an empty table has its (empty) record batch (apache-arrow makes one up)
+    throw new DensewireError("truncated", "the Arrow stream ends before its first record batch", { offset: bytes.length });
+  }
   const n = t.numRows;
   const columns = t.schema.fields.map((field, i): TableColumn => {
     const named = field.metadata.get("densewire.type");
@@ -139,6 +143,17 @@ export async function decodeTableArrow(body: Uint8Array | ArrayBuffer, options: 
   });
   const name = t.schema.metadata.get("densewire.table") ?? options.name ?? "";
   return { name, rows: n, columns };
+}
+
+/** The record batch messages of a stream (apache-arrow's readers yield an empty batch when there is none). */
+function countRecordBatches(A: ArrowModule, bytes: Uint8Array): number {
+  const reader = new A.MessageReader(bytes);
+  let batches = 0;
+  for (let r = reader.next(); !r.done; r = reader.next()) {
+    if (r.value.isRecordBatch()) batches++;
+    reader.readMessageBody(r.value.bodyLength);
+  }
+  return batches;
 }
 
 /** Encodes a table as an Arrow IPC stream: one schema, one record batch, end-of-stream. */
