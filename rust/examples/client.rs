@@ -14,6 +14,31 @@ use futures_util::StreamExt;
 use std::hint::black_box;
 use std::time::Instant;
 
+/// CPU time of this process (all threads, user + system), in seconds; NaN off Linux.
+#[cfg(not(target_os = "linux"))]
+fn cpu_seconds() -> f64 {
+    f64::NAN
+}
+
+/// CPU time of this process (all threads, user + system), in seconds.
+#[cfg(target_os = "linux")]
+fn cpu_seconds() -> f64 {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    unsafe extern "C" {
+        fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
+    }
+    const CLOCK_PROCESS_CPUTIME_ID: i32 = 2;
+    let mut ts = Timespec { sec: 0, nsec: 0 };
+    if unsafe { clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &mut ts) } != 0 {
+        return f64::NAN;
+    }
+    ts.sec as f64 + ts.nsec as f64 * 1e-9
+}
+
 fn arg(name: &str, default: &str) -> String {
     let args: Vec<String> = std::env::args().collect();
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned()).unwrap_or_else(|| default.to_string())
@@ -148,22 +173,25 @@ async fn async_main() {
     };
     go(true, concurrency.min(requests)).await; // warm up the connection pool (and server caches)
     for &zero_copy in modes {
-        let mut best: Option<(f64, usize, usize)> = None;
+        let mut best: Option<((f64, usize, usize), f64)> = None;
         for _ in 0..rounds {
+            let cpu0 = cpu_seconds();
             let r = go(zero_copy, requests).await;
-            if best.is_none_or(|b| r.0 < b.0) {
-                best = Some(r);
+            let cpu = cpu_seconds() - cpu0;
+            if best.is_none_or(|(b, _)| r.0 < b.0) {
+                best = Some((r, cpu));
             }
         }
-        let (secs, bytes, borrowed) = best.unwrap();
+        let ((secs, bytes, borrowed), cpu) = best.unwrap();
         println!(
             "target={label} format={format_name} threads={threads} mode={} requests={requests} concurrency={concurrency} batch={batch} \
-             seconds={secs:.3} req_per_s={:.1} vectors_per_s={:.0} MB_per_s={:.1} Gbit_per_s={:.2} views_borrowed={borrowed}/{requests}",
+             seconds={secs:.3} req_per_s={:.1} vectors_per_s={:.0} MB_per_s={:.1} Gbit_per_s={:.2} views_borrowed={borrowed}/{requests} cpu_us_per_req={:.0}",
             if zero_copy { "zero-copy" } else { "copy" },
             requests as f64 / secs,
             (requests * batch) as f64 / secs,
             bytes as f64 / secs / 1e6,
             bytes as f64 * 8.0 / secs / 1e9,
+            cpu / requests as f64 * 1e6,
         );
     }
 }

@@ -5,6 +5,9 @@
 //!
 //!     cargo run --release --example server --features full -- --port 8000 --dims 1024
 //!
+//! `--no-cache` computes every row for every request (by default rows already computed are served
+//! from an in-process cache, like `densewire serve`'s).
+//!
 //! Then, e.g.:
 //!
 //!     curl -s localhost:8000/v1/embeddings -H 'Content-Type: application/json' \
@@ -26,8 +29,9 @@ struct Model {
     dims: usize,
     max_tokens: usize,
     /// Rows already computed, by input and dimensions (cleared when it reaches 65,536 rows), so
-    /// that repeated texts measure transport rather than hashing, like densewire serve's cache.
-    cache: Mutex<HashMap<(Vec<u8>, usize), Arc<[f32]>>>,
+    /// that repeated texts measure transport rather than hashing, like densewire serve's cache;
+    /// `None` with `--no-cache`.
+    cache: Option<Mutex<HashMap<(Vec<u8>, usize), Arc<[f32]>>>>,
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -94,22 +98,37 @@ impl Model {
                     .field(format!("input[{i}]")));
             }
         }
-        let mut values = vec![0f32; keys.len() * dims];
-        if dims > 0 {
-            let mut cache = self.cache.lock().unwrap();
-            if cache.len() + keys.len() > 65_536 {
-                cache.clear();
+        let rows = keys.len();
+        let values: Vec<f32> = match &self.cache {
+            _ if dims == 0 => Vec::new(),
+            None => {
+                let mut values = vec![0f32; keys.len() * dims];
+                for (key, row) in keys.iter().zip(values.chunks_exact_mut(dims)) {
+                    self.embed_into(key, row);
+                }
+                values
             }
-            for (key, row) in keys.iter().zip(values.chunks_exact_mut(dims)) {
-                let cached = cache.entry((key.clone(), dims)).or_insert_with(|| {
-                    let mut v = vec![0f32; dims];
-                    self.embed_into(key, &mut v);
-                    v.into()
-                });
-                row.copy_from_slice(cached);
+            Some(cache) => {
+                let mut values = Vec::with_capacity(keys.len() * dims);
+                let mut cache = cache.lock().unwrap();
+                if cache.len() + keys.len() > 65_536 {
+                    cache.clear();
+                }
+                for key in keys {
+                    let k = (key, dims);
+                    if let Some(row) = cache.get(&k) {
+                        values.extend_from_slice(row);
+                    } else {
+                        let mut v = vec![0f32; dims];
+                        self.embed_into(&k.0, &mut v);
+                        values.extend_from_slice(&v);
+                        cache.insert(k, v.into());
+                    }
+                }
+                values
             }
-        }
-        let tensor = Tensor::from_vec(keys.len(), dims, values)?.convert(req.dtype)?;
+        };
+        let tensor = Tensor::from_vec(rows, dims, values)?.convert(req.dtype)?;
         let total: u64 = tokens.iter().map(|&t| t.min(self.max_tokens) as u64).sum();
         Ok(Embeddings {
             tensor,
@@ -141,12 +160,12 @@ async fn not_found() -> ApiError {
 }
 
 /// The app, for the example and for tests.
-fn app(dims: usize) -> Router {
+fn app(dims: usize, cache: bool) -> Router {
     let model = Arc::new(Model {
         id: format!("densewire-hash-{dims}"),
         dims,
         max_tokens: 8192,
-        cache: Mutex::new(HashMap::new()),
+        cache: cache.then(|| Mutex::new(HashMap::new())),
     });
     Router::new()
         .route("/v1/embeddings", post(embeddings))
@@ -166,7 +185,12 @@ async fn main() {
     let port: u16 = arg("--port", "8000").parse().expect("--port N");
     let dims: usize = arg("--dims", "1024").parse().expect("--dims N");
     let host = arg("--host", "127.0.0.1");
+    let cache = !std::env::args().any(|a| a == "--no-cache");
     let listener = tokio::net::TcpListener::bind((host.as_str(), port)).await.expect("bind");
-    eprintln!("densewire example server (hash model, {dims} dims) on http://{}", listener.local_addr().unwrap());
-    axum::serve(listener, app(dims)).await.expect("serve");
+    eprintln!(
+        "densewire example server (hash model, {dims} dims, cache {}) on http://{}",
+        if cache { "on" } else { "off" },
+        listener.local_addr().unwrap()
+    );
+    axum::serve(listener, app(dims, cache)).await.expect("serve");
 }
