@@ -115,13 +115,19 @@ def test_byte_stream_split_matches_the_definition() -> None:
         assert join_bytes(s.reshape(-1), width).reshape(-1).tobytes() == data.tobytes()
 
 
-def test_bss_is_used_for_width_two_and_more_and_never_for_bool_or_string(table_pb2) -> None:
+def test_bss_policies(table_pb2) -> None:
     t = random_table(9, 5, types=("bool", "string", "int32", "int64", "float32", "float64", "uuid", "float32[2]"))
+    # the default (the server's): float32, float64 and vectors (enum values 4, 5, 8) only
     msg = table_pb2.Table.FromString(densewire.encode_table(t, "protobuf"))
+    assert [c.encoding for c in msg.columns] == [1 if c.type in (4, 5, 8) else 0 for c in msg.columns]
+    # True: every fixed-width column of width >= 2, never bool (1) or string (6)
+    msg = table_pb2.Table.FromString(densewire.encode_table(t, "protobuf", byte_stream_split=True))
     for c in msg.columns:
         assert c.encoding == (0 if c.type in (1, 6) else 1)
     msg = table_pb2.Table.FromString(densewire.encode_table(t, "protobuf", byte_stream_split=False))
     assert all(c.encoding == 0 for c in msg.columns)
+    with pytest.raises(ValueError, match="byte_stream_split"):
+        densewire.encode_table(t, "protobuf", byte_stream_split="uuids")
 
 
 def test_packed_varints_vectorised_match_the_scalar_writer() -> None:

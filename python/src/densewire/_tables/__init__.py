@@ -65,9 +65,12 @@ def _check_format(fmt: str) -> str:
     return fmt
 
 
-def encode_table(table: Table, format: str, *, byte_stream_split: bool = True) -> bytes:  # noqa: A002
-    """Encode a table in one of :data:`TABLE_FORMATS`. ``byte_stream_split`` applies to Protobuf
-    (BYTE_STREAM_SPLIT for every fixed-width column of width >= 2, as densewire's server writes).
+def encode_table(table: Table, format: str, *, byte_stream_split: bool | str = "floats") -> bytes:  # noqa: A002
+    """Encode a table in one of :data:`TABLE_FORMATS`. ``byte_stream_split`` applies to Protobuf:
+    ``"floats"`` (the default, what densewire's server writes) splits float32, float64 and vector
+    columns, where grouping the exponent bytes shrinks a compressed body; ``True`` every fixed-width
+    column of width >= 2 (UUIDs and integers too: 2 % smaller again, for a decode that costs as much as
+    the rest together in a browser); ``False`` none.
     JSON layouts fail with ``non_finite`` on ``COLUMN[ROW]`` for NaN or infinity."""
     fmt = _check_format(format)
     if fmt in ("json", "json-rows", "json-columns"):

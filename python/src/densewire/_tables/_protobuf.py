@@ -40,7 +40,16 @@ def _string_parts(values: list[str]) -> tuple[bytes, np.ndarray]:
     return data, lengths
 
 
-def _column(col: Column, split: bool) -> list:
+def _splits(col: Column, split: bool | str) -> bool:
+    """Whether a fixed-width column is written BYTE_STREAM_SPLIT under the policy ``split``."""
+    if split == "floats":
+        return col.type in ("float32", "float64") or vector_dims(col.type) is not None
+    if split is True or split is False:
+        return split and item_width(col.type) >= 2
+    raise ValueError(f"byte_stream_split must be 'floats', True or False, not {split!r}")
+
+
+def _column(col: Column, split: bool | str) -> list:
     name = col.name.encode("utf-8")
     head = [b"\x0a" + _varint(len(name)) + name]
     d = vector_dims(col.type)
@@ -54,16 +63,16 @@ def _column(col: Column, split: bool) -> list:
         if packed:
             tail += [_len_field(6, len(packed)), packed]
         return head + tail
-    use_split = split and item_width(col.type) >= 2
+    use_split = _splits(col, split)
     if use_split:
         head.append(b"\x20\x01")
     data = column_bytes(col, use_split)
     return head + ([_len_field(5, len(data)), data] if len(data) else [])
 
 
-def encode_protobuf_table(table: Table, byte_stream_split: bool = True) -> bytes:
-    """A ``Table`` message; fixed-width columns of width >= 2 in BYTE_STREAM_SPLIT unless told otherwise
-    (bool and string are always PLAIN)."""
+def encode_protobuf_table(table: Table, byte_stream_split: bool | str = "floats") -> bytes:
+    """A ``Table`` message; ``byte_stream_split`` as :func:`densewire.encode_table` says (bool and string
+    are always PLAIN)."""
     name = table.name.encode("utf-8")
     parts: list = []
     if name:
