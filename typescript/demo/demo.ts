@@ -1,0 +1,359 @@
+/**
+ * The /demo page of `densewire serve`: loads the demo table in every format, draws the points on a
+ * map, and shows what each format costs, measured live in this browser: bytes on the wire
+ * (compressed and not, from PerformanceResourceTiming), download time, decode time (the library's
+ * table decoders, timed with performance.now()), draw time and the total to first paint.
+ *
+ * The results are also on `window.densewireDemo` (the headless Chromium test reads them there).
+ */
+import { decodeTableBody } from "./tables.js";
+import { type TableDigest, digestTable } from "./digest.js";
+
+export const FORMATS = ["json", "json-rows", "json-columns", "csv", "msgpack", "protobuf", "arrow"] as const;
+export type TableFormat = (typeof FORMATS)[number];
+export const TABLES = ["points", "points_f32"] as const;
+
+const LABELS: Record<TableFormat, string> = {
+  json: "JSON objects",
+  "json-rows": "JSON rows",
+  "json-columns": "JSON columns",
+  csv: "CSV",
+  msgpack: "MessagePack (columnar)",
+  protobuf: "Protobuf (columnar)",
+  arrow: "Arrow IPC stream",
+};
+
+export interface DemoResult {
+  table: string;
+  format: TableFormat;
+  ok: boolean;
+  error?: string;
+  rows: number;
+  contentType: string;
+  contentEncoding: string;
+  /** PerformanceResourceTiming.transferSize: headers and body as they came over the network. */
+  transferSize: number;
+  /** encodedBodySize: the body as sent (compressed when a content coding was applied). */
+  encodedBodySize: number;
+  /** decodedBodySize: the body after HTTP decompression, what the table decoder reads. */
+  decodedBodySize: number;
+  /** responseEnd - requestStart (request sent to last body byte). */
+  downloadMs: number;
+  /** fetch() called to body bytes in hand. */
+  fetchMs: number;
+  decodeMs: number;
+  drawMs: number;
+  /** fetch() called to the frame with the points painted. */
+  firstPaintMs: number;
+  digest: string;
+  columnDigests: Record<string, string>;
+  drawn: number;
+}
+
+interface DemoAPI {
+  ready: boolean;
+  formats: readonly TableFormat[];
+  tables: readonly string[];
+  results: DemoResult[];
+  running: boolean;
+  run(table: string, format: TableFormat): Promise<DemoResult>;
+  runAll(tables?: readonly string[]): Promise<DemoResult[]>;
+  /** Pixels of the map currently in a status colour (the test checks the map shows points). */
+  pointPixels(): { status0: number; status1: number };
+  colours: { background: string; status0: string; status1: string };
+}
+
+declare global {
+  interface Window {
+    densewireDemo: DemoAPI;
+  }
+}
+
+// ---- the map ------------------------------------------------------------------------------------
+const W = 1200;
+const H = 600;
+const BACKGROUND = [0x0b, 0x1d, 0x2e];
+const GRID = [0x1d, 0x3a, 0x55];
+const STATUS0 = [0xff, 0x9f, 0x1c]; // status 0: amber
+const STATUS1 = [0x2e, 0xd3, 0xff]; // status 1: cyan
+const rgba = (c: number[]): number => ((0xff << 24) | (c[2]! << 16) | (c[1]! << 8) | c[0]!) >>> 0; // little-endian ImageData
+const hex = (c: number[]): string => "#" + c.map((x) => x.toString(16).padStart(2, "0")).join("");
+
+let base: Uint32Array | undefined;
+function baseMap(): Uint32Array {
+  if (base) return base;
+  base = new Uint32Array(W * H).fill(rgba(BACKGROUND));
+  const grid = rgba(GRID);
+  for (let lon = -180; lon <= 180; lon += 30) {
+    const x = Math.min(W - 1, Math.round(((lon + 180) / 360) * W));
+    for (let y = 0; y < H; y++) base[y * W + x] = grid;
+  }
+  for (let lat = -90; lat <= 90; lat += 30) {
+    const y = Math.min(H - 1, Math.round(((90 - lat) / 180) * H));
+    base.fill(grid, y * W, y * W + W);
+  }
+  return base;
+}
+
+type Coords = Float64Array | Float32Array | ArrayLike<number>;
+
+/** Equirectangular projection, one 2x2 dot a point, coloured by status. Returns the points drawn. */
+function draw(canvas: HTMLCanvasElement, lon: Coords, lat: Coords, status: ArrayLike<number> | undefined): number {
+  const ctx = canvas.getContext("2d")!;
+  const image = ctx.createImageData(W, H);
+  const px = new Uint32Array(image.data.buffer);
+  px.set(baseMap());
+  const c0 = rgba(STATUS0);
+  const c1 = rgba(STATUS1);
+  const sx = W / 360;
+  const sy = H / 180;
+  let drawn = 0;
+  for (let i = 0; i < lon.length; i++) {
+    const x = ((lon[i]! + 180) * sx) | 0;
+    const y = ((90 - lat[i]!) * sy) | 0;
+    if (!(x >= 0 && x < W - 1 && y >= 0 && y < H - 1)) continue;
+    const c = status !== undefined && status[i] === 1 ? c1 : c0;
+    const o = y * W + x;
+    px[o] = c;
+    px[o + 1] = c;
+    px[o + W] = c;
+    px[o + W + 1] = c;
+    drawn++;
+  }
+  ctx.putImageData(image, 0, 0);
+  return drawn;
+}
+
+/** Resolves after the next frame has been painted (rAF runs before paint; the message task after). */
+function afterPaint(): Promise<void> {
+  return new Promise((resolve) =>
+    requestAnimationFrame(() => {
+      const ch = new MessageChannel();
+      ch.port1.onmessage = () => resolve();
+      ch.port2.postMessage(0);
+    }),
+  );
+}
+
+async function resourceEntry(url: string): Promise<PerformanceResourceTiming | undefined> {
+  for (let i = 0; i < 100; i++) {
+    const entries = performance.getEntriesByName(url, "resource") as PerformanceResourceTiming[];
+    if (entries.length > 0) return entries[entries.length - 1];
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return undefined;
+}
+
+// ---- one measurement ----------------------------------------------------------------------------
+async function run(table: string, format: TableFormat): Promise<DemoResult> {
+  const url = new URL(`/v1/tables/${encodeURIComponent(table)}?format=${format}`, location.href).href;
+  const canvas = document.getElementById("map") as HTMLCanvasElement;
+  const result: DemoResult = {
+    table, format, ok: false, rows: 0, contentType: "", contentEncoding: "", transferSize: 0, encodedBodySize: 0,
+    decodedBodySize: 0, downloadMs: 0, fetchMs: 0, decodeMs: 0, drawMs: 0, firstPaintMs: 0, digest: "", columnDigests: {}, drawn: 0,
+  };
+  performance.clearResourceTimings();
+  try {
+    const t0 = performance.now();
+    const response = await fetch(url, { cache: "no-store" });
+    if (!response.ok) throw new Error(`HTTP ${response.status}: ${(await response.text()).slice(0, 300)}`);
+    const body = new Uint8Array(await response.arrayBuffer());
+    const t1 = performance.now();
+    const decoded = await decodeTableBody(body, format, response.headers);
+    const t2 = performance.now();
+    const col = (name: string) => decoded.columns.find((c) => c.name === name)?.values as ArrayLike<number> | undefined;
+    const lon = col("longitude");
+    const lat = col("latitude");
+    if (lon === undefined || lat === undefined) throw new Error("the table has no longitude/latitude columns");
+    result.drawn = draw(canvas, lon, lat, col("status"));
+    const t3 = performance.now();
+    await afterPaint();
+    const t4 = performance.now();
+    const entry = await resourceEntry(url);
+    const d = digestTable(decoded);
+    Object.assign(result, {
+      ok: true,
+      rows: decoded.rows,
+      contentType: response.headers.get("content-type") ?? "",
+      contentEncoding: response.headers.get("content-encoding") ?? "identity",
+      transferSize: entry?.transferSize ?? NaN,
+      encodedBodySize: entry?.encodedBodySize ?? NaN,
+      decodedBodySize: entry?.decodedBodySize ?? body.byteLength,
+      downloadMs: entry ? entry.responseEnd - entry.requestStart : NaN,
+      fetchMs: t1 - t0,
+      decodeMs: t2 - t1,
+      drawMs: t3 - t2,
+      firstPaintMs: t4 - t0,
+      digest: d.digest,
+      columnDigests: d.columns,
+    } satisfies Partial<DemoResult>);
+    (document.getElementById("caption") as HTMLElement).textContent =
+      `${table}, ${LABELS[format]}: ${result.drawn.toLocaleString("en")} of ${decoded.rows.toLocaleString("en")} points`;
+    void (d satisfies TableDigest);
+  } catch (e) {
+    result.error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  }
+  const i = demo.results.findIndex((r) => r.table === table && r.format === format);
+  if (i >= 0) demo.results[i] = result;
+  else demo.results.push(result);
+  render();
+  return result;
+}
+
+async function runAll(tables: readonly string[] = TABLES): Promise<DemoResult[]> {
+  demo.running = true;
+  setButtons(true);
+  try {
+    demo.results = [];
+    render();
+    const out: DemoResult[] = [];
+    for (const t of tables) for (const f of FORMATS) out.push(await run(t, f));
+    return out;
+  } finally {
+    demo.running = false;
+    setButtons(false);
+  }
+}
+
+function pointPixels(): { status0: number; status1: number } {
+  const canvas = document.getElementById("map") as HTMLCanvasElement;
+  const data = new Uint32Array(canvas.getContext("2d")!.getImageData(0, 0, W, H).data.buffer);
+  const c0 = rgba(STATUS0);
+  const c1 = rgba(STATUS1);
+  let status0 = 0;
+  let status1 = 0;
+  for (let i = 0; i < data.length; i++) {
+    if (data[i] === c0) status0++;
+    else if (data[i] === c1) status1++;
+  }
+  return { status0, status1 };
+}
+
+// ---- the results table and the bar chart -------------------------------------------------------
+const fmtBytes = (n: number): string =>
+  !Number.isFinite(n) ? "–" : n >= 1e6 ? `${(n / 1e6).toFixed(2)} MB` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} kB` : `${n} B`;
+const fmtMs = (n: number): string => (!Number.isFinite(n) ? "–" : n < 10 ? n.toFixed(2) : n.toFixed(1));
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, text?: string, cls?: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (text !== undefined) e.textContent = text;
+  if (cls) e.className = cls;
+  return e;
+}
+
+function render(): void {
+  const tbody = document.querySelector("#results tbody") as HTMLElement;
+  tbody.replaceChildren();
+  const digests = new Map<string, Set<string>>();
+  for (const r of demo.results) if (r.ok) (digests.get(r.table) ?? digests.set(r.table, new Set()).get(r.table)!).add(r.digest);
+  for (const r of demo.results) {
+    const tr = el("tr");
+    tr.dataset.table = r.table;
+    tr.dataset.format = r.format;
+    const cells: [string, string?][] = [
+      [r.table],
+      [LABELS[r.format]],
+      [r.ok ? r.rows.toLocaleString("en") : "error", "num"],
+      [fmtBytes(r.encodedBodySize), "num"],
+      [r.contentEncoding],
+      [fmtBytes(r.decodedBodySize), "num"],
+      [fmtMs(r.downloadMs), "num"],
+      [fmtMs(r.decodeMs), "num"],
+      [fmtMs(r.drawMs), "num"],
+      [fmtMs(r.firstPaintMs), "num"],
+    ];
+    for (const [text, cls] of cells) tr.append(el("td", text, cls));
+    const dg = el("td", r.ok ? r.digest : (r.error ?? "error"), "digest");
+    if (r.ok) dg.classList.add((digests.get(r.table)?.size ?? 0) === 1 ? "same" : "differs");
+    else dg.classList.add("differs");
+    tr.append(dg);
+    tbody.append(tr);
+  }
+  renderChart();
+}
+
+function renderChart(): void {
+  const chart = document.getElementById("chart") as HTMLElement;
+  chart.replaceChildren();
+  const ok = demo.results.filter((r) => r.ok);
+  if (ok.length === 0) return;
+  const maxBytes = Math.max(...ok.map((r) => r.decodedBodySize));
+  const maxMs = Math.max(...ok.map((r) => r.firstPaintMs));
+  const head = el("div", undefined, "bar-row bar-head");
+  head.append(el("span", "format", "bar-label"), el("span", "bytes: on the wire ■ / uncompressed □", "bar-cell"), el("span", "time to first paint: download ■ decode ■ draw ■", "bar-cell"));
+  chart.append(head);
+  for (const r of ok) {
+    const row = el("div", undefined, "bar-row");
+    row.append(el("span", `${r.table} · ${LABELS[r.format]}`, "bar-label"));
+    const bytes = el("span", undefined, "bar-cell");
+    const raw = el("span", undefined, "bar raw");
+    raw.style.width = `${(70 * r.decodedBodySize) / maxBytes}%`; // room for the label
+    const wire = el("span", undefined, "bar wire");
+    wire.style.width = `${(100 * r.encodedBodySize) / r.decodedBodySize}%`;
+    raw.append(wire);
+    bytes.append(raw, el("span", `${fmtBytes(r.encodedBodySize)} / ${fmtBytes(r.decodedBodySize)}`, "bar-text"));
+    const time = el("span", undefined, "bar-cell");
+    const stack = el("span", undefined, "stack");
+    const other = Math.max(0, r.firstPaintMs - r.fetchMs - r.decodeMs - r.drawMs);
+    for (const [ms, cls] of [[r.fetchMs, "download"], [r.decodeMs, "decode"], [r.drawMs + other, "draw"]] as const) {
+      const s = el("span", undefined, `bar ${cls}`);
+      s.style.width = `${(100 * ms) / maxMs}%`;
+      stack.append(s);
+    }
+    time.append(stack, el("span", `${fmtMs(r.firstPaintMs)} ms`, "bar-text"));
+    row.append(bytes, time);
+    chart.append(row);
+  }
+}
+
+function setButtons(disabled: boolean): void {
+  for (const b of document.querySelectorAll("button")) (b as HTMLButtonElement).disabled = disabled;
+}
+
+const demo: DemoAPI = {
+  ready: false,
+  formats: FORMATS,
+  tables: TABLES,
+  results: [],
+  running: false,
+  run,
+  runAll,
+  pointPixels,
+  colours: { background: hex(BACKGROUND), status0: hex(STATUS0), status1: hex(STATUS1) },
+};
+window.densewireDemo = demo;
+
+function init(): void {
+  const canvas = document.getElementById("map") as HTMLCanvasElement;
+  canvas.width = W;
+  canvas.height = H;
+  const ctx = canvas.getContext("2d")!;
+  const image = ctx.createImageData(W, H);
+  new Uint32Array(image.data.buffer).set(baseMap());
+  ctx.putImageData(image, 0, 0);
+  (document.getElementById("run-all") as HTMLButtonElement).onclick = () => void runAll();
+  const buttons = document.getElementById("one") as HTMLElement;
+  for (const t of TABLES) {
+    for (const f of FORMATS) {
+      const b = el("button", `${t === "points" ? "" : "f32 "}${f}`);
+      b.title = `GET /v1/tables/${t}?format=${f}`;
+      b.onclick = async () => {
+        setButtons(true);
+        try {
+          await run(t, f);
+        } finally {
+          setButtons(false);
+        }
+      };
+      buttons.append(b);
+    }
+  }
+  for (const [id, c] of [["key0", STATUS0], ["key1", STATUS1]] as const) (document.getElementById(id) as HTMLElement).style.background = hex(c);
+  (document.getElementById("timer") as HTMLElement).textContent = crossOriginIsolated
+    ? "This page is cross-origin isolated: its timer resolution is 5 µs."
+    : "This page is not cross-origin isolated: browsers round its timer to 0.1 ms, so sub-millisecond decodes show coarsely.";
+  demo.ready = true;
+}
+
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+else init();
