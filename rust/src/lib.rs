@@ -36,6 +36,15 @@ mod format;
 mod json;
 mod raw;
 mod tensor;
+mod table;
+mod table_csv;
+mod table_json;
+#[cfg(feature = "arrow")]
+mod table_arrow;
+#[cfg(feature = "msgpack")]
+mod table_msgpack;
+#[cfg(feature = "protobuf")]
+mod table_protobuf;
 
 #[cfg(feature = "arrow")]
 mod arrow;
@@ -48,6 +57,8 @@ mod protobuf;
 mod axum_support;
 #[cfg(feature = "reqwest")]
 mod client;
+#[cfg(feature = "reqwest")]
+mod client_tables;
 
 #[doc(hidden)]
 pub mod fuzzing;
@@ -73,6 +84,20 @@ pub use crate::raw::{
     HEADER_VERSION, decode_raw, raw_headers,
 };
 pub use crate::tensor::Tensor;
+pub use crate::table::{
+    Column, ColumnData, ColumnSpec, ColumnType, HEADER_COLUMNS, HEADER_ROWS, HEADER_TABLE, Table, TableFormat, TableItem,
+    Values, columns_header, format_uuid, parse_columns_header, percent_encode,
+};
+pub use crate::table_csv::{decode_table_csv, encode_table_csv};
+pub use crate::table_json::{decode_table_json_columns, decode_table_json_objects, decode_table_json_rows, encode_table_json};
+#[cfg(feature = "arrow")]
+pub use crate::table_arrow::decode_table_arrow;
+#[cfg(feature = "msgpack")]
+pub use crate::table_msgpack::{decode_table_msgpack, encode_table_msgpack};
+#[cfg(feature = "protobuf")]
+pub use crate::table_protobuf::{decode_table_protobuf, encode_table_protobuf};
+#[cfg(feature = "reqwest")]
+pub use crate::client_tables::{TableFetch, TableInfo, TableOptions, TablesClient};
 pub use bytes::Bytes;
 pub use half::{bf16, f16};
 

@@ -51,13 +51,13 @@ pub fn encode_msgpack(e: &Embeddings) -> Vec<u8> {
 
 const MAX_DEPTH: usize = 64;
 
-struct Cursor<'a> {
-    buf: &'a [u8],
-    pos: usize,
+pub(crate) struct Cursor<'a> {
+    pub(crate) buf: &'a [u8],
+    pub(crate) pos: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         match self.pos.checked_add(n) {
             Some(end) if end <= self.buf.len() => {
                 let s = &self.buf[self.pos..end];
@@ -68,17 +68,17 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn marker(&mut self) -> Result<(Marker, usize)> {
+    pub(crate) fn marker(&mut self) -> Result<(Marker, usize)> {
         let at = self.pos;
         Ok((Marker::from_u8(self.take(1)?[0]), at))
     }
 
-    fn be(&mut self, n: usize) -> Result<u64> {
+    pub(crate) fn be(&mut self, n: usize) -> Result<u64> {
         Ok(self.take(n)?.iter().fold(0u64, |a, &b| (a << 8) | b as u64))
     }
 
     /// The length that follows a str/bin/array/map/ext marker, if it is one.
-    fn len_of(&mut self, m: Marker) -> Result<Option<usize>> {
+    pub(crate) fn len_of(&mut self, m: Marker) -> Result<Option<usize>> {
         Ok(Some(match m {
             Marker::FixStr(n) | Marker::FixArray(n) | Marker::FixMap(n) => n as usize,
             Marker::Str8 | Marker::Bin8 => self.be(1)? as usize,
@@ -89,7 +89,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Skips one value of any kind.
-    fn skip(&mut self, depth: usize) -> Result<()> {
+    pub(crate) fn skip(&mut self, depth: usize) -> Result<()> {
         let (m, at) = self.marker()?;
         if depth > MAX_DEPTH {
             return Err(err(ErrorKind::Malformed, "MessagePack nested too deeply").at(at));
@@ -140,7 +140,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A string value, or `None` (after skipping) for any other kind.
-    fn str_value(&mut self) -> Result<Option<&'a [u8]>> {
+    pub(crate) fn str_value(&mut self) -> Result<Option<&'a [u8]>> {
         let save = self.pos;
         let (m, _) = self.marker()?;
         if matches!(m, Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32) {
@@ -153,7 +153,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A non-negative integer of any width, or `None` (after skipping) for any other value.
-    fn uint_value(&mut self) -> Result<Option<u64>> {
+    pub(crate) fn uint_value(&mut self) -> Result<Option<u64>> {
         let save = self.pos;
         let (m, _) = self.marker()?;
         let v = match m {

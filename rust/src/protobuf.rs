@@ -61,6 +61,8 @@ pub mod pb {
         pub total_tokens: u64,
     }
 
+    pub use crate::table_protobuf::pb_table::{Column, ColumnEncoding, ColumnType, Table};
+
     /// The body of `POST /v1/embeddings` when `application/protobuf` is negotiated.
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct EmbeddingsResponse {
@@ -148,7 +150,7 @@ pub fn decode_protobuf_response(body: Bytes) -> Result<Embeddings> {
     Ok(Embeddings { tensor, model, usage })
 }
 
-fn wrong_wire_type(field: u64, wt: u64, at: usize) -> Error {
+pub(crate) fn wrong_wire_type(field: u64, wt: u64, at: usize) -> Error {
     err(ErrorKind::Malformed, format!("field {field} has the wrong wire type {wt}")).at(at)
 }
 
@@ -180,16 +182,16 @@ impl RawTensor {
 
 /// A wire-format reader over `buf[..end]`, where `end` is the end of the body or of an embedded
 /// message.
-struct Reader<'a> {
-    buf: &'a [u8],
-    end: usize,
+pub(crate) struct Reader<'a> {
+    pub(crate) buf: &'a [u8],
+    pub(crate) end: usize,
 }
 
 impl Reader<'_> {
     /// A field that needs bytes up to `need` (exclusive) when its message ends at `self.end`:
     /// past the end of the body it is `truncated`; past an embedded message's end but inside the
     /// body, `malformed` at `at` (SPEC.md section 9).
-    fn past_end(&self, at: usize, need: Option<usize>) -> Error {
+    pub(crate) fn past_end(&self, at: usize, need: Option<usize>) -> Error {
         // `need`: the end of a length-delimited or fixed-size field; `None` for a tag or varint
         // that reached the end of its message.
         let beyond_body = match need {
@@ -203,7 +205,7 @@ impl Reader<'_> {
         }
     }
 
-    fn varint(&self, pos: &mut usize) -> Result<u64> {
+    pub(crate) fn varint(&self, pos: &mut usize) -> Result<u64> {
         let start = *pos;
         let mut v: u64 = 0;
         for i in 0..10 {
@@ -220,7 +222,7 @@ impl Reader<'_> {
         Err(err(ErrorKind::Malformed, "a varint is longer than 10 bytes").at(start))
     }
 
-    fn key(&self, pos: &mut usize) -> Result<(u64, u64)> {
+    pub(crate) fn key(&self, pos: &mut usize) -> Result<(u64, u64)> {
         let at = *pos;
         let k = self.varint(pos)?;
         let (field, wt) = (k >> 3, k & 7);
@@ -230,7 +232,7 @@ impl Reader<'_> {
         Ok((field, wt))
     }
 
-    fn len_delimited(&self, pos: &mut usize, tag_at: usize) -> Result<(usize, usize)> {
+    pub(crate) fn len_delimited(&self, pos: &mut usize, tag_at: usize) -> Result<(usize, usize)> {
         let len = self.varint(pos)?;
         let start = *pos;
         let end = usize::try_from(len).ok().and_then(|l| start.checked_add(l));
@@ -243,7 +245,7 @@ impl Reader<'_> {
         }
     }
 
-    fn fixed(&self, pos: &mut usize, n: usize, tag_at: usize) -> Result<()> {
+    pub(crate) fn fixed(&self, pos: &mut usize, n: usize, tag_at: usize) -> Result<()> {
         if self.end - *pos < n {
             return Err(self.past_end(tag_at, Some(*pos + n)));
         }
@@ -251,7 +253,7 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn skip(&self, pos: &mut usize, wt: u64, tag_at: usize) -> Result<()> {
+    pub(crate) fn skip(&self, pos: &mut usize, wt: u64, tag_at: usize) -> Result<()> {
         match wt {
             0 => self.varint(pos).map(drop),
             1 => self.fixed(pos, 8, tag_at),

@@ -54,3 +54,66 @@ async fn client_against_densewire_serve() {
     assert_eq!(e.kind(), ErrorKind::NotFound);
     eprintln!("live server {url}: every format agreed on {} x {}", reference.rows(), reference.dims());
 }
+
+/// The tables client against `densewire serve`'s demo tables (SPEC.md section 15.9): every format
+/// decodes to the same columns, bit for bit; ETag revalidation answers 304; an unknown table is
+/// `not_found`.
+#[tokio::test]
+async fn tables_against_densewire_serve() {
+    use densewire::{ColumnData, ColumnType, TableFetch, TableFormat, TableOptions, TablesClient};
+    let Ok(url) = std::env::var("DENSEWIRE_SERVER_URL") else {
+        eprintln!("DENSEWIRE_SERVER_URL is not set: no live server to test the tables client against");
+        return;
+    };
+    let client = TablesClient::new(&url).unwrap();
+    let list = client.list_tables().await.unwrap();
+    let info = list.iter().find(|t| t.name == "points").expect("the demo table points is listed");
+    assert_eq!(
+        info.columns.iter().map(|c| (c.name.as_str(), c.ty)).collect::<Vec<_>>(),
+        [
+            ("uuid", ColumnType::Uuid),
+            ("status", ColumnType::Int32),
+            ("longitude", ColumnType::Float64),
+            ("latitude", ColumnType::Float64)
+        ]
+    );
+    for name in ["points", "points_f32"] {
+        let rows = list.iter().find(|t| t.name == name).unwrap().rows;
+        // Default negotiation: Protobuf (byte-stream-split, compressed when the build can inflate it).
+        let TableFetch::Table { table: reference, format, etag, .. } =
+            client.table(name, &TableOptions::default()).await.unwrap()
+        else {
+            panic!("{name}: a 304 without If-None-Match")
+        };
+        assert_eq!(format, TableFormat::Protobuf, "{name}");
+        assert_eq!((reference.name.as_str(), reference.rows), (name, rows));
+        for format in TableFormat::ALL {
+            let opts = TableOptions { format: Some(format), ..Default::default() };
+            let got = client.table(name, &opts).await.unwrap_or_else(|e| panic!("{name} {format}: {e}"));
+            let TableFetch::Table { table, format: chosen, .. } = got else { panic!("{name} {format}: a 304") };
+            assert_eq!(chosen, format);
+            assert_eq!(table, reference, "{name}: {format} differs from Protobuf");
+        }
+        let lon = &reference.column("longitude").unwrap().data;
+        match (name, lon) {
+            ("points", ColumnData::Float64(v)) => {
+                assert!(v.as_slice().iter().all(|x| (-180.0..=180.0).contains(x)), "longitudes are in range")
+            }
+            ("points_f32", ColumnData::Float32(v)) => {
+                assert!(v.as_slice().iter().all(|x| (-180.0..=180.0).contains(x)), "longitudes are in range")
+            }
+            _ => panic!("{name}: longitude is {lon:?}"),
+        }
+        let revalidate = TableOptions { if_none_match: etag.clone(), ..Default::default() };
+        assert!(
+            matches!(client.table(name, &revalidate).await.unwrap(), TableFetch::NotModified { .. }),
+            "{name}: If-None-Match {etag:?} should answer 304"
+        );
+    }
+    let e = client.table("no_such_table", &TableOptions::default()).await.unwrap_err();
+    assert_eq!(e.kind(), densewire::ErrorKind::NotFound);
+    eprintln!(
+        "live server {url}: tables {:?} agreed in every format",
+        list.iter().map(|t| &t.name).collect::<Vec<_>>()
+    );
+}
