@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Install the services that the server tests start themselves: redis-server and nginx (Debian).
+# Install the services that the server tests start themselves: redis-server, nginx and PostgreSQL
+# (Debian; PostgreSQL's binaries land in /usr/lib/postgresql/VERSION/bin).
 #
-#   scripts/services.sh install   # apt-get install redis-server nginx-light where missing (as root)
+#   scripts/services.sh install   # apt-get install redis-server nginx-light postgresql where missing (as root)
 #   scripts/services.sh check     # exit 1 and say what is missing
 #
-# The tests never use system-wide instances: each test starts its own redis-server and nginx on
-# free loopback ports with its own files, and stops them afterwards. This script only makes the
+# The tests never use system-wide instances: each test starts its own redis-server, nginx and
+# PostgreSQL cluster (initdb + pg_ctl, as the 'postgres' user when run as root) on free loopback
+# ports with its own files, and stops them afterwards. This script only makes the
 # binaries present, and stops the instances that Debian's packages may start on install.
 set -euo pipefail
 
@@ -13,6 +15,7 @@ missing() {
   local out=()
   command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || out+=(redis-server)
   command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || out+=(nginx-light)
+  compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || out+=(postgresql)
   echo "${out[@]:-}"
 }
 
@@ -20,11 +23,11 @@ case "${1:-install}" in
   check)
     m="$(missing)"
     if [ -n "$m" ]; then echo "missing: $m (run scripts/services.sh install)" >&2; exit 1; fi
-    echo "redis-server and nginx are installed"
+    echo "redis-server, nginx and postgresql are installed"
     ;;
   install)
     m="$(missing)"
-    if [ -z "$m" ]; then echo "redis-server and nginx are installed"; exit 0; fi
+    if [ -z "$m" ]; then echo "redis-server, nginx and postgresql are installed"; exit 0; fi
     if [ "$(id -u)" -ne 0 ]; then
       echo "need root to apt-get install: $m" >&2; exit 1
     fi

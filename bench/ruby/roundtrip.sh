@@ -21,7 +21,7 @@ if command -v taskset >/dev/null 2>&1 && (( $(nproc) >= 2 )); then
 fi
 log="$(mktemp)"
 # Cache off, so every request runs the model as a real one would; one BLAS thread (shared machine).
-"${server_pin[@]}" "$densewire" serve --model hash:1536 --port "$port" --cache-bytes 0 --blas-threads 1 \
+"${server_pin[@]}" "$densewire" serve --model hash:1536 --port "$port" --cache-bytes 0 --blas-threads 1 --no-demo-tables \
   --log-level warning --no-access-log >"$log" 2>&1 &
 server=$!
 "${server_pin[@]}" "$python" "$root/bench/ruby/python_service.py" "$py_port" 1536 >>"$log" 2>&1 &

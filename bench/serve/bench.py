@@ -208,7 +208,7 @@ def main() -> int:
         dport = free_port()
         dw = subprocess.Popen(
             [PY, "-m", "densewire._server", "--host", "127.0.0.1", "--port", str(dport), "--model",
-             f"hash:{args.dims}", "--log-level", "warning", "--timeout-keep-alive", "120"],
+             f"hash:{args.dims}", "--no-demo-tables", "--log-level", "warning", "--timeout-keep-alive", "120"],
             env=env, stdout=open(tmp / "densewire.log", "wb"), stderr=subprocess.STDOUT)
         procs.append(dw)
         wait_http(f"http://127.0.0.1:{bport}/docs", baseline)
@@ -287,7 +287,7 @@ def model_bench(env: dict[str, str], tmp: Path, blas_threads: int) -> list[dict[
     port = free_port()
     proc = subprocess.Popen(
         [PY, "-m", "densewire._server", "--host", "127.0.0.1", "--port", str(port), "--cache-bytes", "0",
-         "--log-level", "warning", "--timeout-keep-alive", "120", "--blas-threads", str(blas_threads)],
+         "--no-demo-tables", "--log-level", "warning", "--timeout-keep-alive", "120", "--blas-threads", str(blas_threads)],
         env=env, stdout=open(tmp / "minilm.log", "wb"), stderr=subprocess.STDOUT)
     out = []
     try:

@@ -111,11 +111,13 @@ class _Process:
 
 
 class ServerProcess(_Process):
-    """``python -m densewire._server`` with the given flags, on 127.0.0.1 and a free port."""
+    """``python -m densewire._server`` with the given flags, on 127.0.0.1 and a free port. The demo tables
+    (whose pre-built compressions cost minutes of CPU) are off unless ``demo_tables`` is true."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None, port: int | None = None,
-                 tmp: Path | None = None) -> None:
+                 tmp: Path | None = None, demo_tables: bool = False) -> None:
         self.args = list(args)
+        self.demo_tables = demo_tables
         self.port = port or free_port()
         self.env = env or {}
         self.tmp = tmp or Path(tempfile.mkdtemp(prefix="dw-server-"))
@@ -125,6 +127,8 @@ class ServerProcess(_Process):
     def start(self, timeout: float = 90.0, wait: bool = True) -> "ServerProcess":
         env = {k: v for k, v in os.environ.items() if not k.startswith("DENSEWIRE_")}
         env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
+        if not self.demo_tables:
+            env["DENSEWIRE_DEMO_TABLES"] = "false"
         env.update(self.env)
         cmd = [sys.executable, "-m", "densewire._server", "--host", "127.0.0.1", "--port", str(self.port),
                *self.args]

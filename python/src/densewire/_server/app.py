@@ -5,7 +5,9 @@ lifespan, before uvicorn accepts connections. Routes:
 
 * ``POST /v1/embeddings``: OpenAI-compatible embeddings, negotiated response (SPEC.md 6 and 12);
 * ``GET /v1/models``, ``GET /v1/models/{id}``: the served model;
-* ``GET /health``: readiness (model, Redis, pre-warm), 200 or 503;
+* ``GET /v1/tables``, ``GET``/``HEAD /v1/tables/{name}``: tables, pre-serialized (tables.py, SPEC.md 15.9);
+* ``/demo/``: the demo page (static files);
+* ``GET /health``: readiness (model, Redis, pre-warm, tables), 200 or 503;
 * ``GET /metrics``: Prometheus text;
 * ``GET /openapi.json``: the OpenAPI 3.1 document.
 """
@@ -27,7 +29,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from densewire import (
     DensewireError,
@@ -50,6 +52,8 @@ from .negotiation import VARY, negotiate_encoding, negotiate_format
 from .openapi import build_openapi
 from .request import parse_embeddings_request
 from .responses import RESPONSE_CLASSES, ErrorResponse, render_embeddings
+from .table_sources import table_specs
+from .tables import DemoFiles, TableRegistry, get_table, list_tables
 
 __all__ = ["create_app", "app_from_env", "ServerState"]
 
@@ -77,8 +81,18 @@ class ServerState:
         self.ready = False
         self.started_at = time.time()
         self._api_key = cfg.api_key.encode() if cfg.api_key else None
+        self.tables = TableRegistry(table_specs(cfg), metrics=self.metrics, compression=cfg.table_compression,
+                                    compress_min_bytes=cfg.compress_min_bytes)
 
     async def start(self) -> None:
+        await self.tables.start()  # tables build in the background while the model loads
+        try:
+            await self._start_model()
+        except BaseException:
+            await self.tables.stop()
+            raise
+
+    async def _start_model(self) -> None:
         if self.cfg.blas_threads:
             _limit_blas_threads(self.cfg.blas_threads)
         backend = self._given_backend
@@ -102,6 +116,7 @@ class ServerState:
         self.metrics.ready.set(0)
         if self.embedder is not None:
             await self.embedder.close()
+        await self.tables.stop()
         self.cpu_pool.shutdown(wait=False, cancel_futures=True)
 
     def check_auth(self, request: Request) -> None:
@@ -271,6 +286,10 @@ async def health(request: Request) -> Response:
         doc.update(model=e.model_id, dimensions=e.dimensions, redis=e.redis_status,
                    cache={"entries": len(e.memory), "bytes": e.memory.bytes, "max_bytes": e.memory.max_bytes},
                    prewarm=e.prewarm_state)
+    if st.tables.entries:
+        doc["tables"] = st.tables.health()
+        if st.ready and st.tables.degraded:
+            doc["status"] = "degraded"  # a table failed to load or refresh; everything else answers
     return _json(doc, 200 if st.ready else 503)
 
 
@@ -279,6 +298,7 @@ async def metrics(request: Request) -> Response:
     if st.embedder is not None:
         st.metrics.cache_bytes.set(st.embedder.memory.bytes)
         st.metrics.cache_entries.set(len(st.embedder.memory))
+    st.tables.update_gauges()
     return Response(st.metrics.render(), 200, media_type=CONTENT_TYPE_LATEST)
 
 
@@ -296,7 +316,7 @@ async def openapi(request: Request) -> Response:
     doc = build_openapi(
         model_id=e.model_id if e else None, dimensions=e.dimensions if e else None,
         max_inputs=st.cfg.max_client_batch_size, api_key=st.cfg.api_key is not None,
-        vocab_size=_vocab_size(e.backend) if e else None,
+        vocab_size=_vocab_size(e.backend) if e else None, tables=st.tables.names,
     )
     return _json(doc)
 
@@ -332,6 +352,9 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
         Route("/v1/embeddings", embeddings, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", model, methods=["GET"]),
+        Route("/v1/tables", list_tables, methods=["GET"]),
+        Route("/v1/tables/{name}", get_table, methods=["GET"]),
+        Mount("/demo", app=DemoFiles()),
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),

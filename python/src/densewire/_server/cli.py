@@ -15,7 +15,9 @@ __all__ = ["add_serve_command", "add_serve_arguments", "config_from_args", "run_
 
 _DESCRIPTION = """\
 Serve embeddings over an OpenAI-compatible HTTP API (POST /v1/embeddings, GET /v1/models),
-answering in JSON, raw bytes, MessagePack, Protobuf or Arrow as the client's Accept asks.
+answering in JSON, raw bytes, MessagePack, Protobuf or Arrow as the client's Accept asks; and
+tables (GET /v1/tables/NAME, from files, SQLite or PostgreSQL; the demo tables 'points' and
+'points_f32' by default) in seven formats, every one pre-serialized and pre-compressed.
 
 Every flag can also be set by an environment variable: --max-batch-tokens is
 DENSEWIRE_MAX_BATCH_TOKENS, --redis-url is DENSEWIRE_REDIS_URL, and so on. A flag wins over its
@@ -28,6 +30,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help_text = f"{s.help} [env {env_name(s.name)}]"
         if s.flag_type == "bool":
             parser.add_argument(flag, dest=s.name, action=argparse.BooleanOptionalAction, default=None,
+                                help=help_text)
+        elif s.flag_type == "append":
+            parser.add_argument(flag, dest=s.name, action="append", default=None, metavar=s.metavar,
                                 help=help_text)
         else:
             parser.add_argument(flag, dest=s.name, type=s.parse, default=None, metavar=s.metavar,
@@ -59,7 +64,8 @@ def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = 
 
     env = dict(os.environ if environ is None else environ)
     cfg = config_from_env(env)
-    changes = {s.name: getattr(args, s.name) for s in SETTINGS if getattr(args, s.name, None) is not None}
+    changes = {s.name: (tuple(getattr(args, s.name)) if s.flag_type == "append" else getattr(args, s.name))
+               for s in SETTINGS if getattr(args, s.name, None) is not None}
     cfg = cfg.replace(**changes)
     options: dict[str, Any] = {}
     if env.get("DENSEWIRE_BACKEND_OPTIONS"):
@@ -137,7 +143,7 @@ def _handle(args: argparse.Namespace) -> int:
 def add_serve_command(subparsers: Any) -> None:
     """Register ``serve`` on an argparse subparsers object; its handler is ``args.func(args)``."""
     parser = subparsers.add_parser(
-        "serve", help="serve embeddings over HTTP (OpenAI-compatible, negotiated binary formats)",
+        "serve", help="serve embeddings and tables over HTTP (OpenAI-compatible, negotiated binary formats)",
         description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_serve_arguments(parser)

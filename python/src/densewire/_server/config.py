@@ -44,6 +44,11 @@ def _opt_str(text: str) -> str | None:
     return text or None
 
 
+def _lines(text: str) -> tuple[str, ...]:
+    """A repeatable flag's values from its variable: one a line."""
+    return tuple(line.strip() for line in text.splitlines() if line.strip())
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str  # the ServerConfig attribute
@@ -51,7 +56,7 @@ class Setting:
     help: str
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
-    flag_type: str = "value"  # or "bool" (--x / --no-x)
+    flag_type: str = "value"  # or "bool" (--x / --no-x), or "append" (repeatable; the variable: one a line)
 
 
 @dataclass
@@ -81,6 +86,13 @@ class ServerConfig:
     access_log: bool = False
     timeout_graceful_shutdown: float = 30.0
     timeout_keep_alive: int = 5
+    table: tuple[str, ...] = ()
+    tables_config: str | None = None
+    demo_tables: bool = True
+    table_refresh: float = 0.0
+    table_compression: str = "best"
+    table_load_timeout: float = 30.0
+    table_cache_control: str = "no-cache"
     backend_options: dict[str, Any] = field(default_factory=dict)
 
     def replace(self, **changes: Any) -> "ServerConfig":
@@ -123,6 +135,22 @@ SETTINGS: tuple[Setting, ...] = (
             "SECONDS"),
     Setting("timeout_keep_alive", int, "seconds an idle keep-alive connection stays open (default 5)",
             "SECONDS"),
+    Setting("table", _lines, "serve a table at GET /v1/tables/NAME (repeatable). SOURCE: a .csv, .jsonl, "
+            ".parquet or .arrow file; sqlite:PATH or postgresql://URL, optionally followed by a space and "
+            "a SQL query (default: SELECT * FROM \"NAME\"); or demo:[rows=N,coordinates=float32]",
+            "NAME=SOURCE", flag_type="append"),
+    Setting("tables_config", _opt_str, "TOML file of tables: per table source, query, refresh, "
+            "cache_control and column types (see README)", "FILE"),
+    Setting("demo_tables", _bool, "serve the demo tables 'points' and 'points_f32' (default on; a "
+            "configured table of the same name replaces one)", flag_type="bool"),
+    Setting("table_refresh", float, "reload tables every SECONDS, swapping in a new version when the data "
+            "changed (default 0 = load once; a config file can set it per table)", "SECONDS"),
+    Setting("table_compression", str, "pre-built compressions of table responses: best (gzip 9, zstd 19, "
+            "br 11: the default), fast (4, 3, 4), off, or e.g. br=9,zstd=15,gzip=6", "LEVELS"),
+    Setting("table_load_timeout", float, "how long a request waits for a table that is still loading "
+            "before a 503 (default 30)", "SECONDS"),
+    Setting("table_cache_control", str, "Cache-Control of table responses (default no-cache: clients "
+            "revalidate with the ETag)", "VALUE"),
 )
 
 
@@ -153,6 +181,8 @@ def config_to_env(cfg: ServerConfig) -> dict[str, str]:
         value = getattr(cfg, s.name)
         if value is None:
             out[env_name(s.name)] = ""
+        elif s.flag_type == "append":
+            out[env_name(s.name)] = "\n".join(value)
         elif isinstance(value, bool):
             out[env_name(s.name)] = "true" if value else "false"
         else:
@@ -174,9 +204,16 @@ def validate(cfg: ServerConfig) -> None:
         ("prewarm_interval", cfg.prewarm_interval >= 0, "must not be negative"),
         ("redis_ttl", cfg.redis_ttl >= 0, "must not be negative"),
         ("redis_timeout", cfg.redis_timeout > 0, "must be positive"),
+        ("table_refresh", cfg.table_refresh >= 0, "must not be negative"),
+        ("table_load_timeout", cfg.table_load_timeout > 0, "must be positive"),
     )
     for name, ok, why in checks:
         if not ok:
             raise ValueError(f"--{name.replace('_', '-')} {why} (got {getattr(cfg, name)!r})")
     if cfg.prewarm_interval and not cfg.prewarm:
         raise ValueError("--prewarm-interval needs --prewarm FILE")
+    from .table_sources import table_specs
+    from .tables_build import parse_compression
+
+    parse_compression(cfg.table_compression)
+    table_specs(cfg)

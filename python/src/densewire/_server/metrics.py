@@ -66,6 +66,60 @@ class Metrics:
         )
         self.prewarm_runs = Counter("densewire_prewarm_runs", "completed pre-warm runs", registry=r)
         self.ready = Gauge("densewire_ready", "1 once the model is loaded and pre-warmed", registry=r)
+        # tables (GET /v1/tables/{name}): every representation is built ahead of the requests
+        self.table_requests = Counter(
+            "densewire_table_requests", "table requests by table, format, content coding and how they were "
+            "answered: warm (from the ready snapshot, nothing serialized), waited (waited for the first load), "
+            "not_modified (304), unavailable (503)", ("table", "format", "encoding", "result"), registry=r,
+        )
+        self.table_response_bytes = Counter(
+            "densewire_table_response_bytes", "table response body bytes sent, by table, format and coding",
+            ("table", "format", "encoding"), registry=r,
+        )
+        self.table_serializations = Counter(
+            "densewire_table_serializations", "table bodies serialized (in the build process), by table and "
+            "format: once per version, never per request", ("table", "format"), registry=r,
+        )
+        self.table_serialization_seconds = Counter(
+            "densewire_table_serialization_seconds", "seconds spent serializing table bodies",
+            ("table", "format"), registry=r,
+        )
+        self.table_compressions = Counter(
+            "densewire_table_compressions", "table bodies compressed (in the build process), by table, format "
+            "and coding", ("table", "format", "encoding"), registry=r,
+        )
+        self.table_compression_seconds = Counter(
+            "densewire_table_compression_seconds", "seconds spent compressing table bodies",
+            ("table", "format", "encoding"), registry=r,
+        )
+        self.table_loads = Counter(
+            "densewire_table_loads", "table source loads, by result: changed (a new version), unchanged, failed",
+            ("table", "result"), registry=r,
+        )
+        self.table_load_seconds = Counter(
+            "densewire_table_load_seconds", "seconds spent reading table sources", ("table",), registry=r,
+        )
+        self.table_refresh_failures = Counter(
+            "densewire_table_refresh_failures", "table loads that failed (the last good version is still served)",
+            ("table",), registry=r,
+        )
+        self.table_last_success = Gauge(
+            "densewire_table_last_success_timestamp_seconds", "Unix time of the table's last successful load",
+            ("table",), registry=r,
+        )
+        self.table_age = Gauge(
+            "densewire_table_age_seconds", "seconds since the table's last successful load (-1 before the first)",
+            ("table",), registry=r,
+        )
+        self.table_rows = Gauge("densewire_table_rows", "rows of the served version", ("table",), registry=r)
+        self.table_warm = Gauge(
+            "densewire_table_warm", "1 when every representation of the served version is built, else 0",
+            ("table",), registry=r,
+        )
+        self.table_representation_bytes = Gauge(
+            "densewire_table_representation_bytes", "size of each pre-built representation of the served version",
+            ("table", "format", "encoding"), registry=r,
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

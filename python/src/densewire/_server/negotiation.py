@@ -6,10 +6,14 @@ Pure functions over header strings, so that any ASGI framework can use them.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from densewire import FORMATS, MEDIA_TYPES, NotAcceptableError, format_for_media_type
 
 __all__ = [
     "negotiate_format",
+    "negotiate_table_format",
+    "supported_table_media_types",
     "negotiate_encoding",
     "parse_accept",
     "ENCODINGS",
@@ -59,17 +63,18 @@ def parse_accept(header: str) -> list[tuple[str, str, float]]:
     return out
 
 
-def _q_for(fmt: str, ranges: list[tuple[str, str, float]]) -> float | None:
+def _q_for(fmt: str, ranges: list[tuple[str, str, float]], media_types: dict[str, str] | None = None,
+           format_of: "Callable[[str], str | None]" = format_for_media_type) -> float | None:
     """q-value given to ``fmt`` by the most specific matching range (None: no range matches)."""
     best_level, best_q = 0, None
-    canonical_type = MEDIA_TYPES[fmt].split("/", 1)[0]
+    canonical_type = (media_types or MEDIA_TYPES)[fmt].split("/", 1)[0]
     for typ, sub, q in ranges:
         if typ == "*" and sub == "*":
             level = 1
         elif sub == "*":
             level = 2 if typ == canonical_type else 0
         else:
-            level = 3 if format_for_media_type(f"{typ}/{sub}") == fmt else 0
+            level = 3 if format_of(f"{typ}/{sub}") == fmt else 0
         if level == 0:
             continue
         if level > best_level:
@@ -108,6 +113,48 @@ def negotiate_format(accept: str | None, format_param: str | None = None) -> str
     if best_fmt is None:
         raise NotAcceptableError(
             f"none of the media types in Accept ({accept.strip()[:200]}) can be served; "
+            f"supported: {supported}",
+            field="Accept",
+        )
+    return best_fmt
+
+
+def supported_table_media_types() -> list[str]:
+    from densewire import TABLE_FORMATS, TABLE_MEDIA_TYPES
+
+    return [TABLE_MEDIA_TYPES[f] for f in TABLE_FORMATS]
+
+
+def negotiate_table_format(accept: str | None, format_param: str | None = None) -> str:
+    """The format of a ``GET /v1/tables/{name}`` response (SPEC.md 15.9), by the rules of
+    :func:`negotiate_format` over the table formats: ``format`` (``json``, ``json-rows``,
+    ``json-columns``, ``csv``, ``msgpack``, ``protobuf``, ``arrow``) overrides ``Accept``; no
+    ``Accept`` or ``*/*`` means JSON objects; equal q-values go by ``densewire.TABLE_FORMATS``'s
+    order; ``NotAcceptableError`` (406) listing the table media types when nothing fits."""
+    from densewire import TABLE_FORMATS, TABLE_MEDIA_TYPES
+    from densewire._tables import table_format_for_media_type
+
+    supported = ", ".join(supported_table_media_types())
+    if format_param is not None:
+        fmt = format_param.strip().lower()
+        if fmt in TABLE_FORMATS:
+            return fmt
+        raise NotAcceptableError(
+            f"{format_param[:100]!r} is not a table format; use one of {', '.join(TABLE_FORMATS)} "
+            f"(media types: {supported})",
+            field="format",
+        )
+    if accept is None or not accept.strip():
+        return TABLE_FORMATS[0]
+    ranges = parse_accept(accept)
+    best_fmt, best_q = None, 0.0
+    for fmt in TABLE_FORMATS:
+        q = _q_for(fmt, ranges, TABLE_MEDIA_TYPES, table_format_for_media_type)
+        if q is not None and q > best_q:
+            best_fmt, best_q = fmt, q
+    if best_fmt is None:
+        raise NotAcceptableError(
+            f"none of the media types in Accept ({accept.strip()[:200]}) can be served for a table; "
             f"supported: {supported}",
             field="Accept",
         )
