@@ -80,6 +80,26 @@ def test_protobuf_accepts_unpacked_shape_and_skips_unknown_fields(tensor_pb2) ->
     assert same(densewire.decode_protobuf(body, "Tensor").tensor, t)
 
 
+def test_protobuf_skips_unknown_groups_as_the_protobuf_runtime_does(tensor_pb2) -> None:
+    t = random_tensor("float32", 2, 3, 1)
+    plain = densewire.encode_protobuf(t)
+    # field 11 as a group (wire types 3/4) holding a varint and a nested group 12
+    group = b"\x5b" + b"\x08\x07" + b"\x63\x10\x01\x64" + b"\x5c"
+    body = group + plain
+    runtime = tensor_pb2.Tensor.FromString(body)  # the official parser skips (keeps) the group too
+    assert (runtime.dtype, list(runtime.shape), runtime.data) == (1, [2, 3], bytes(t.to_bytes()))
+    assert same(densewire.decode_protobuf(body, "Tensor").tensor, t)
+    with pytest.raises(densewire.MalformedError) as err:  # end tag of another group
+        densewire.decode_protobuf(b"\x5b\x08\x07\x64" + plain, "Tensor")
+    assert err.value.offset == 3
+    with pytest.raises(densewire.TruncatedError):  # no end tag
+        densewire.decode_protobuf(b"\x5b\x08\x07", "Tensor")
+    with pytest.raises(densewire.MalformedError, match="nested too deeply"):
+        densewire.decode_protobuf(b"\x5b" * 100 + b"\x5c" * 100, "Tensor")
+    with pytest.raises(densewire.MalformedError):  # a lone end-group tag
+        densewire.decode_protobuf(b"\x5c" + plain, "Tensor")
+
+
 @settings(max_examples=60, deadline=None)
 @given(envelopes)
 def test_arrow_round_trip_and_pyarrow_reads_it(emb: Embeddings) -> None:

@@ -85,7 +85,7 @@ def _fields(buf: memoryview, base: int = 0, nested: bool = False):
         yield number, wire, value, tag_at, base + pos - (len(value) if wire == 2 else 0)
 
 
-def _field(buf: memoryview, pos: int, base: int):
+def _field(buf: memoryview, pos: int, base: int, depth: int = 0):
     """One field at ``pos``: (tag, next position, number, wire type, value)."""
     tag_at = base + pos
     tag, pos = _read_varint(buf, pos, base)
@@ -104,6 +104,21 @@ def _field(buf: memoryview, pos: int, base: int):
         if pos + size > len(buf):
             raise TruncatedError("body ends inside a fixed-size field", offset=base + len(buf))
         value, pos = buf[pos:pos + size], pos + size
+    elif wire == 3:  # a group (deprecated): skipped like any unknown field, up to its matching end tag
+        if depth >= 64:
+            raise MalformedError("groups nested too deeply", offset=tag_at)
+        start = pos
+        while True:
+            if pos >= len(buf):
+                raise TruncatedError("body ends inside a group", offset=base + len(buf))
+            inner_at = base + pos
+            inner, after = _read_varint(buf, pos, base)
+            if inner & 7 == 4:
+                if inner >> 3 != number:
+                    raise MalformedError("end-group tag does not match its start", offset=inner_at)
+                value, pos = buf[start:pos], after
+                break
+            pos = _field(buf, pos, base, depth + 1)[1]
     else:
         raise MalformedError(f"unsupported wire type {wire}", offset=tag_at)
     return tag, pos, number, wire, value
