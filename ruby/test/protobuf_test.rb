@@ -41,7 +41,9 @@ class ProtobufTest < Minitest::Test
   def test_wire_errors
     [
       [hex("00"), "malformed", 0],     # field number 0
-      [hex("0b"), "malformed", 0],     # group start
+      [hex("0b"), "malformed", 0],     # dtype (a known field) as a group start
+      [hex("0801 5e"), "malformed", 2], # wire type 6
+      [hex("0801 5f"), "malformed", 2], # wire type 7
       [hex("08"), "truncated", 1],
       [hex("0801 2d 0102"), "truncated", 5],
       [hex("0801 1203 0101"), "truncated", 6],
@@ -72,5 +74,65 @@ class ProtobufTest < Minitest::Test
     end
     t = Densewire::Tensor.from_values([[1.0, 2.0]], dtype: "float16")
     assert_equal :DTYPE_FLOAT16, P.to_message(t).dtype
+  end
+
+  # SPEC.md section 9: unknown groups (wire types 3 and 4) are skipped up to their end tag, as the
+  # protobuf runtimes do.
+  def test_unknown_groups_are_skipped_as_the_protobuf_runtime_does
+    t = Densewire::Tensor.from_values([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    plain = P.encode(t)
+    group = hex("5b 0807 63 1001 64 5c")
+    assert_equal t, P.decode(group + plain).tensor
+    flunk "google-protobuf is not installed (apt-get install ruby-google-protobuf)" unless GoldenFiles.google_protobuf?
+    msg = P.messages::Tensor.decode(group + plain) # the official parser skips the group too
+    assert_equal [:DTYPE_FLOAT32, [2, 3], t.data], [msg.dtype, msg.shape.to_a, msg.data]
+    assert_equal t, P.decode(hex("5b" * 64 + "5c" * 64) + plain).tensor # 64 levels are fine
+    errors = [
+      [assert_raises(Densewire::Error) { P.decode(hex("5b 0807 64") + plain) }, "malformed", 3],
+      [assert_raises(Densewire::Error) { P.decode(hex("5b 0807")) }, "truncated", 3],
+      [assert_raises(Densewire::Error) { P.decode(hex("5b" * 100 + "5c" * 100)) }, "malformed", 64],
+      [assert_raises(Densewire::Error) { P.decode(hex("5c") + plain) }, "malformed", 0],
+      [assert_raises(Densewire::Error) { P.decode(plain + hex("1b 1c")) }, "malformed", plain.bytesize], # data as a group
+    ]
+    errors.each do |error, category, offset|
+      assert_equal [category, offset], [error.category, error.offset], error.message
+    end
+    assert_match(/nested too deeply/, errors[2][0].message)
+    assert_match(/wrong wire type/, errors[4][0].message)
+
+    # in a response, its embedded Tensor and Usage
+    body = P.encode(t, message: "EmbeddingsResponse", model: "m", usage: { prompt_tokens: 2, total_tokens: 3 })
+    back = P.decode(group + body, message: "EmbeddingsResponse")
+    assert_equal [t, "m", 2, 3], [back.tensor, back.model, back.usage.prompt_tokens, back.usage.total_tokens]
+    inner = group + plain
+    usage = group + hex("0805")
+    body = hex("12") + [inner.bytesize].pack("C") + inner + hex("1a") + [usage.bytesize].pack("C") + usage
+    back = P.decode(body, message: "EmbeddingsResponse")
+    assert_equal [t, 5, 0], [back.tensor, back.usage.prompt_tokens, back.usage.total_tokens]
+  end
+
+  def test_table_decoder_skips_unknown_groups_too
+    table = Densewire::Table.new(name: "t", rows: 2, columns: [
+      Densewire::Table::Column.new(name: "id", type: "int64", values: [1, 2]),
+      Densewire::Table::Column.new(name: "s", type: "string", values: %w[a bc]),
+    ])
+    plain = Densewire::TableProtobuf.encode(table)
+    group = hex("5b 0807 63 1001 64 5c")
+    assert_equal table, Densewire::TableProtobuf.decode(group + plain)
+    column = group + Densewire::TableProtobuf.column_bytes(table.columns[0], true) + group
+    with_column_group = hex("1a") + [column.bytesize].pack("C") + column
+    one = Densewire::Table.new(name: "", rows: 2, columns: [table.columns[0]])
+    assert_equal one, Densewire::TableProtobuf.decode(hex("1002") + with_column_group)
+    [
+      [hex("5b 0807 64") + plain, "malformed", 3],
+      [hex("5b 0807"), "truncated", 3],
+      [hex("5b" * 100 + "5c" * 100), "malformed", 64],
+      [hex("5c") + plain, "malformed", 0],
+      [plain + hex("0b 0c"), "malformed", plain.bytesize], # name (a known field) as a group
+      [plain + hex("5e"), "malformed", plain.bytesize],    # wire type 6
+    ].each do |body, category, offset|
+      error = assert_raises(Densewire::Error) { Densewire::TableProtobuf.decode(body) }
+      assert_equal [category, offset], [error.category, error.offset], error.message
+    end
   end
 end

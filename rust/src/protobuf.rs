@@ -141,7 +141,7 @@ pub fn decode_protobuf_response(body: Bytes) -> Result<Embeddings> {
                 usage = Some(inner.usage(s)?);
             }
             (1..=3, _) => return Err(wrong_wire_type(field, wt, tag_at)),
-            _ => r.skip(&mut pos, wt, tag_at)?,
+            _ => r.skip(&mut pos, field, wt, tag_at)?,
         }
     }
     let tensor = tensor
@@ -179,6 +179,9 @@ impl RawTensor {
         Ok(Tensor::new(dtype, n, d, body.slice(s..e))?.with_clear_padding_bits())
     }
 }
+
+/// Unknown groups nested deeper than this are malformed ("groups nested too deeply").
+pub(crate) const MAX_GROUP_DEPTH: usize = 64;
 
 /// A wire-format reader over `buf[..end]`, where `end` is the end of the body or of an embedded
 /// message.
@@ -253,11 +256,43 @@ impl Reader<'_> {
         Ok(())
     }
 
-    pub(crate) fn skip(&self, pos: &mut usize, wt: u64, tag_at: usize) -> Result<()> {
+    /// Skips the value of unknown field `field` (wire type `wt`, tag at `tag_at`). A group
+    /// (deprecated wire type 3) is skipped up to the end-group tag (wire type 4) of the same field
+    /// number, its fields (nested groups included, at most [`MAX_GROUP_DEPTH`] deep) skipped alike;
+    /// an end-group tag anywhere else is malformed at that tag (SPEC.md section 9).
+    pub(crate) fn skip(&self, pos: &mut usize, field: u64, wt: u64, tag_at: usize) -> Result<()> {
+        self.skip_at_depth(pos, field, wt, tag_at, 0)
+    }
+
+    fn skip_at_depth(&self, pos: &mut usize, field: u64, wt: u64, tag_at: usize, depth: usize) -> Result<()> {
         match wt {
             0 => self.varint(pos).map(drop),
             1 => self.fixed(pos, 8, tag_at),
             2 => self.len_delimited(pos, tag_at).map(drop),
+            3 => {
+                if depth >= MAX_GROUP_DEPTH {
+                    return Err(err(ErrorKind::Malformed, "groups nested too deeply").at(tag_at));
+                }
+                loop {
+                    if *pos >= self.end {
+                        return Err(self.past_end(tag_at, None));
+                    }
+                    let inner_at = *pos;
+                    let (inner, inner_wt) = self.key(pos)?;
+                    if inner_wt == 4 {
+                        if inner != field {
+                            return Err(err(
+                                ErrorKind::Malformed,
+                                format!("end-group tag {inner} does not match start group {field}"),
+                            )
+                            .at(inner_at));
+                        }
+                        return Ok(());
+                    }
+                    self.skip_at_depth(pos, inner, inner_wt, inner_at, depth + 1)?;
+                }
+            }
+            4 => Err(err(ErrorKind::Malformed, "end-group tag without a matching start group").at(tag_at)),
             5 => self.fixed(pos, 4, tag_at),
             _ => Err(err(ErrorKind::Malformed, format!("unsupported wire type {wt}")).at(tag_at)),
         }
@@ -295,7 +330,7 @@ impl Reader<'_> {
                 }
                 (3, 2) => t.data = Some(self.len_delimited(&mut pos, tag_at)?),
                 (1..=3, _) => return Err(wrong_wire_type(field, wt, tag_at)),
-                _ => self.skip(&mut pos, wt, tag_at)?,
+                _ => self.skip(&mut pos, field, wt, tag_at)?,
             }
         }
         Ok(t)
@@ -310,7 +345,7 @@ impl Reader<'_> {
                 (1, 0) => u.prompt_tokens = self.varint(&mut pos)?,
                 (2, 0) => u.total_tokens = self.varint(&mut pos)?,
                 (1..=2, _) => return Err(wrong_wire_type(field, wt, tag_at)),
-                _ => self.skip(&mut pos, wt, tag_at)?,
+                _ => self.skip(&mut pos, field, wt, tag_at)?,
             }
         }
         Ok(u)
@@ -318,7 +353,7 @@ impl Reader<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -344,7 +379,7 @@ mod tests {
         // A missing embeddings field.
         let e = decode_protobuf_response(Bytes::from_static(&[0x0a, 1, b'm'])).unwrap_err();
         assert_eq!(e.field_name(), Some("embeddings"));
-        // Groups and field 0 are wire errors.
+        // dtype (a known field) as a group, and field 0, are wire errors.
         assert_eq!(decode_protobuf_tensor(Bytes::from_static(&[0x0b])).unwrap_err().kind(), ErrorKind::Malformed);
         assert_eq!(decode_protobuf_tensor(Bytes::from_static(&[0x00, 0])).unwrap_err().kind(), ErrorKind::Malformed);
     }
@@ -358,5 +393,63 @@ mod tests {
         assert_eq!(decode_protobuf_response(b.clone().into()).unwrap(), e);
         let via_prost = pb::EmbeddingsResponse::decode(&b[..]).unwrap();
         assert_eq!(via_prost.embeddings.unwrap().shape, vec![2, 1]);
+    }
+
+    /// Field 11 as a group (wire types 3/4) holding a varint and a nested group 12.
+    pub(crate) const GROUP: [u8; 8] = [0x5b, 0x08, 0x07, 0x63, 0x10, 0x01, 0x64, 0x5c];
+
+    /// The group errors of SPEC.md section 9, through `decode`, with `plain` a valid body.
+    pub(crate) fn assert_group_errors(plain: &[u8], decode: impl Fn(Vec<u8>) -> Result<()>) {
+        let cat = |a: &[u8], b: &[u8]| [a, b].concat();
+        let deep = cat(&[0x5b; 100], &[0x5c; 100]);
+        let cases: [(Vec<u8>, ErrorKind, usize, &str); 6] = [
+            (cat(&[0x5b, 0x08, 0x07, 0x64], plain), ErrorKind::Malformed, 3, "does not match"), // end of group 12
+            (vec![0x5b, 0x08, 0x07], ErrorKind::Truncated, 3, ""),                              // no end tag
+            (deep, ErrorKind::Malformed, 64, "nested too deeply"),                              // the 65th start tag
+            (cat(&[0x5c], plain), ErrorKind::Malformed, 0, "end-group"),                        // a lone end-group tag
+            (cat(plain, &[0x5e]), ErrorKind::Malformed, plain.len(), "wire type 6"),
+            (cat(plain, &[0x5f]), ErrorKind::Malformed, plain.len(), "wire type 7"),
+        ];
+        for (body, kind, offset, text) in cases {
+            let e = decode(body.clone()).unwrap_err();
+            assert_eq!((e.kind(), e.offset()), (kind, Some(offset as u64)), "{body:02x?}: {e}");
+            assert!(e.to_string().contains(text), "{e}");
+        }
+        // 64 levels are fine.
+        decode(cat(&cat(&[0x5b; 64], &[0x5c; 64]), plain)).unwrap();
+    }
+
+    #[test]
+    fn unknown_groups_are_skipped_as_the_protobuf_runtime_does() {
+        let t = Tensor::from_slice(2, 3, &[1.0f32, -2.5, 0.1, 3.0, 0.5, -1.0]).unwrap();
+        let plain = encode_protobuf_tensor(&t);
+        let body = [&GROUP[..], &plain].concat();
+        // prost (the Rust protobuf runtime) skips the group too.
+        let runtime = pb::Tensor::decode(&body[..]).unwrap();
+        assert_eq!((runtime.dtype, runtime.shape.clone(), &runtime.data[..]), (1, vec![2, 3], t.as_bytes()));
+        assert_eq!(decode_protobuf_tensor(body.into()).unwrap(), t);
+        assert_group_errors(&plain, |b| decode_protobuf_tensor(b.into()).map(drop));
+        // A known field sent as a group stays a wrong wire type.
+        let e = decode_protobuf_tensor([&plain[..], &[0x1b, 0x1c]].concat().into()).unwrap_err();
+        assert_eq!((e.kind(), e.offset()), (ErrorKind::Malformed, Some(plain.len() as u64)));
+        assert!(e.to_string().contains("wrong wire type 3"), "{e}");
+
+        // In a response, its embedded Tensor and Usage.
+        let emb = Embeddings {
+            tensor: t.clone(),
+            model: Some("m".into()),
+            usage: Some(Usage { prompt_tokens: 3, total_tokens: 4 }),
+        };
+        let response = encode_protobuf_response(&emb);
+        assert_eq!(decode_protobuf_response([&GROUP[..], &response].concat().into()).unwrap(), emb);
+        let inner = [&GROUP[..], &plain].concat();
+        let usage = [&GROUP[..], &[0x08, 5]].concat();
+        let body = [&[0x12, inner.len() as u8][..], &inner, &[0x1a, usage.len() as u8], &usage].concat();
+        let back = decode_protobuf_response(body.into()).unwrap();
+        assert_eq!((back.tensor, back.usage), (t, Some(Usage { prompt_tokens: 5, total_tokens: 0 })));
+        // A group running past its embedded message (inside the body) is malformed at its start tag.
+        let body = [&[0x12, 3, 0x5b, 0x08, 0x07][..], &plain].concat();
+        let e = decode_protobuf_response(body.into()).unwrap_err();
+        assert_eq!((e.kind(), e.offset()), (ErrorKind::Malformed, Some(2)));
     }
 }

@@ -127,7 +127,7 @@ fn read_column(r: &Reader<'_>, mut pos: usize) -> Result<RawColumn> {
                 packed_varints(r, s, e, tag_at, &mut c.lengths)?;
             }
             (1..=6, _) => return Err(wrong_wire_type(field, wt, tag_at)),
-            _ => r.skip(&mut pos, wt, tag_at)?,
+            _ => r.skip(&mut pos, field, wt, tag_at)?,
         }
     }
     Ok(c)
@@ -187,7 +187,7 @@ pub fn decode_table_protobuf(body: Bytes) -> Result<Table> {
                 raw.push(read_column(&Reader { buf: &body, end: e }, s)?);
             }
             (1..=3, _) => return Err(wrong_wire_type(field, wt, tag_at)),
-            _ => r.skip(&mut pos, wt, tag_at)?,
+            _ => r.skip(&mut pos, field, wt, tag_at)?,
         }
     }
     let name = match name {
@@ -320,4 +320,33 @@ pub fn encode_table_protobuf(table: &Table, byte_stream_split: bool) -> Vec<u8> 
         })
         .collect();
     pb_table::Table { name: table.name.clone(), rows: table.rows as u64, columns }.encode_to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protobuf::tests::{GROUP, assert_group_errors};
+    use crate::table::{ColumnData, Values};
+
+    #[test]
+    fn unknown_groups_are_skipped_in_tables_and_columns() {
+        let id = Column::new("id", ColumnType::Int64, ColumnData::Int64(Values::from_slice(&[1i64, 2])), 2).unwrap();
+        let s = Column::new("s", ColumnType::String, ColumnData::String(vec!["a".into(), "bc".into()]), 2).unwrap();
+        let t = Table { name: "t".into(), rows: 2, columns: vec![id.clone(), s] };
+        let plain = encode_table_protobuf(&t, true);
+        assert_eq!(decode_table_protobuf([&GROUP[..], &plain].concat().into()).unwrap(), t);
+        // A group inside a Column message, before and after its fields.
+        let one = Table { name: String::new(), rows: 2, columns: vec![id] };
+        let body = encode_table_protobuf(&one, false);
+        let (head, column) = body.split_at(4); // rows (0x10 2), then the column's tag and length
+        assert_eq!(&head[..3], &[0x10, 2, 0x1a]);
+        let column = [&GROUP[..], column, &GROUP].concat();
+        let body = [&head[..3], &[column.len() as u8], &column].concat();
+        assert_eq!(decode_table_protobuf(body.into()).unwrap(), one);
+        assert_group_errors(&plain, |b| decode_table_protobuf(b.into()).map(drop));
+        // A known field (name) sent as a group stays a wrong wire type.
+        let e = decode_table_protobuf([&plain[..], &[0x0b, 0x0c]].concat().into()).unwrap_err();
+        assert_eq!((e.kind(), e.offset()), (ErrorKind::Malformed, Some(plain.len() as u64)));
+        assert!(e.to_string().contains("wrong wire type 3"), "{e}");
+    }
 }

@@ -76,6 +76,9 @@ module Densewire
     end
 
     # ---------------------------------------------------------------- reader
+    # Unknown groups nested deeper than this are malformed ("groups nested too deeply").
+    GROUP_DEPTH_LIMIT = 64
+
     # A cursor over body[pos...limit]; +limit+ is the end of the enclosing message.
     # +top+ is true for the body itself: running off its end means the body was cut short.
     Reader = Struct.new(:body, :pos, :limit, :top) do
@@ -83,14 +86,23 @@ module Densewire
         pos < limit
       end
 
-      # [field number, wire type, offset of the tag]
+      # [field number, wire type, offset of the tag] where a field is expected: an end-group tag
+      # (wire type 4) there has no start group to close.
       def tag
+        number, wire, at = any_tag
+        raise MalformedError.new("end-group tag without a matching start", offset: at) if wire == 4
+
+        [number, wire, at]
+      end
+
+      # [field number, wire type, offset of the tag], any of wire types 0 to 5.
+      def any_tag
         at = pos
         key = varint
         number = key >> 3
         wire = key & 7
         raise MalformedError.new("field number 0", offset: at) if number.zero?
-        raise MalformedError.new("invalid wire type #{wire}", offset: at) if [3, 4, 6, 7].include?(wire)
+        raise MalformedError.new("invalid wire type #{wire}", offset: at) if wire > 5
 
         [number, wire, at]
       end
@@ -124,7 +136,10 @@ module Densewire
         out
       end
 
-      def skip(wire, at)
+      # Skips the value of unknown field +number+ (tag at +at+). A group (deprecated wire type 3) is
+      # skipped up to the end-group tag of the same number, its fields (nested groups included, at
+      # most GROUP_DEPTH_LIMIT deep) skipped alike; another end-group tag is malformed at that tag.
+      def skip(wire, at, number, depth = 0)
         case wire
         when 0 then varint
         when 1, 5
@@ -132,6 +147,23 @@ module Densewire
           ran_out(at) if pos + width > limit
           self.pos += width
         when 2 then bytes(at)
+        when 3 then skip_group(number, at, depth)
+        else raise MalformedError.new("unsupported wire type #{wire}", offset: at)
+        end
+      end
+
+      def skip_group(number, at, depth)
+        raise MalformedError.new("groups nested too deeply", offset: at) if depth >= GROUP_DEPTH_LIMIT
+
+        loop do
+          ran_out(at) unless more?
+          inner_number, inner_wire, inner_at = any_tag
+          if inner_wire == 4
+            return if inner_number == number
+
+            raise MalformedError.new("end-group tag #{inner_number} does not match start group #{number}", offset: inner_at)
+          end
+          skip(inner_wire, inner_at, inner_number, depth + 1)
         end
       end
 
@@ -176,7 +208,7 @@ module Densewire
         when 3
           wrong_wire("#{prefix}data", at) unless wire == 2
           data = r.bytes(at)
-        else r.skip(wire, at)
+        else r.skip(wire, at, number)
         end
       end
       raise InvalidFieldError.new("absent or 0", field: "#{prefix}dtype") if dtype.zero?
@@ -205,7 +237,7 @@ module Densewire
           payload = r.bytes(at)
           tensor = read_tensor(body, r.pos - payload.bytesize, r.pos, "embeddings.")
         when 3 then usage = read_usage(body, r, at)
-        else r.skip(wire, at)
+        else r.skip(wire, at, number)
         end
       end
       raise InvalidFieldError.new("absent", field: "embeddings") unless tensor
@@ -223,7 +255,7 @@ module Densewire
           wrong_wire(%w[usage.prompt_tokens usage.total_tokens][number - 1], tag_at) unless wire.zero?
           counts[number - 1] = r.varint
         else
-          r.skip(wire, tag_at)
+          r.skip(wire, tag_at, number)
         end
       end
       Usage.new(prompt_tokens: counts[0], total_tokens: counts[1])

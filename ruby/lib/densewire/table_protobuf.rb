@@ -66,7 +66,7 @@ module Densewire
           Protobuf.wrong_wire("columns", at) unless wire == 2
           payload = r.bytes(at)
           raw_columns << read_column(body, r.pos - payload.bytesize, r.pos, "columns[#{raw_columns.size}].")
-        else r.skip(wire, at)
+        else r.skip(wire, at, number)
         end
       end
       columns = raw_columns.each_with_index.map { |c, i| build_column(c, rows, "columns[#{i}]", packed) }
@@ -111,7 +111,7 @@ module Densewire
           else
             Protobuf.wrong_wire("#{prefix}lengths", at)
           end
-        else r.skip(wire, at)
+        else r.skip(wire, at, number)
         end
       end
       c

@@ -134,7 +134,7 @@ public final class ProtobufCodec {
                     usage = new Reader(body, offset, from, from + len, true).usage();
                 }
             } else {
-                r.skip(wire, tagAt);
+                r.skip(tag, tagAt);
             }
         }
         if (tensor == null) {
@@ -158,6 +158,9 @@ public final class ProtobufCodec {
      * is {@code malformed} at the field's tag; at the top level it is {@code truncated} at the body's length.
      */
     private static final class Reader {
+        /** Unknown groups nested deeper than this are malformed ("groups nested too deeply"). */
+        static final int MAX_GROUP_DEPTH = 64;
+
         final byte[] b;
         final int base;
         final int end;
@@ -235,7 +238,18 @@ public final class ProtobufCodec {
             }
         }
 
-        void skip(int wire, int tagAt) {
+        /** Skips the value of an unknown field whose tag ({@code tag}, at {@code tagAt}) was just read. */
+        void skip(long tag, int tagAt) {
+            skip(tag, tagAt, 0);
+        }
+
+        /**
+         * A group (deprecated wire type 3) is skipped up to the end-group tag (wire type 4) of the same field number,
+         * its inner fields (nested groups included, at most 64 deep) skipped alike; an end-group tag anywhere else
+         * is malformed at that tag.
+         */
+        private void skip(long tag, int tagAt, int depth) {
+            int wire = (int) (tag & 7);
             switch (wire) {
                 case 0:
                     varint();
@@ -254,6 +268,29 @@ public final class ProtobufCodec {
                     pos += n;
                     break;
                 }
+                case 3: {
+                    if (depth >= MAX_GROUP_DEPTH) {
+                        throw DensewireException.at(Category.MALFORMED, tagAt - base, "groups nested too deeply");
+                    }
+                    while (true) {
+                        if (pos >= end) {
+                            throw DensewireException.at(Category.TRUNCATED, truncatedAt(), "body ends inside a group");
+                        }
+                        int innerAt = pos;
+                        long inner = tag();
+                        if ((inner & 7) == 4) {
+                            if ((inner >>> 3) != (tag >>> 3)) {
+                                throw DensewireException.at(Category.MALFORMED, innerAt - base,
+                                        "end-group tag does not match its start");
+                            }
+                            break;
+                        }
+                        skip(inner, innerAt, depth + 1);
+                    }
+                    break;
+                }
+                case 4:
+                    throw DensewireException.at(Category.MALFORMED, tagAt - base, "end-group tag without a start");
                 default:
                     throw DensewireException.at(Category.MALFORMED, tagAt - base, "unsupported wire type " + wire);
             }
@@ -307,7 +344,7 @@ public final class ProtobufCodec {
                         dataFrom = pos;
                         pos += dataLen;
                     } else {
-                        skip(wire, tagAt);
+                        skip(tag, tagAt);
                     }
                 } catch (DensewireException e) {
                     throw pastEnd(e, tagAt);
@@ -333,7 +370,7 @@ public final class ProtobufCodec {
                         expect(wire, 0, tagAt, number == 1 ? "usage.prompt_tokens" : "usage.total_tokens");
                         counts[(int) number - 1] = varint();
                     } else {
-                        skip(wire, tagAt);
+                        skip(tag, tagAt);
                     }
                 } catch (DensewireException e) {
                     throw pastEnd(e, tagAt);

@@ -3,6 +3,7 @@ package dev.densewire;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.CodedOutputStream;
@@ -89,5 +90,69 @@ class ProtobufCodecTest {
         DensewireException group = assertThrows(DensewireException.class, () -> ProtobufCodec.decodeTensor(new byte[] {0x0B}));
         assertEquals(Category.MALFORMED, group.category());
         assertEquals(0, group.offset().getAsLong());
+    }
+
+    private static byte[] concat(byte[] a, byte[] b) {
+        byte[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
+    private static DensewireException fails(Category category, byte[] body) {
+        DensewireException e = assertThrows(DensewireException.class, () -> ProtobufCodec.decodeTensor(body));
+        assertEquals(category, e.category(), e.getMessage());
+        return e;
+    }
+
+    @Test
+    void unknownGroupsAreSkippedAsTheProtobufRuntimeDoes() throws IOException {
+        byte[] plain = ProtobufCodec.encodeTensor(T);
+        // field 11 as a group (wire types 3/4) holding a varint and a nested group 12
+        byte[] group = {0x5B, 0x08, 0x07, 0x63, 0x10, 0x01, 0x64, 0x5C};
+        byte[] body = concat(group, plain);
+        dev.densewire.proto.Tensor runtime = dev.densewire.proto.Tensor.parseFrom(body); // the official parser skips it too
+        assertEquals(official(T).getShapeList(), runtime.getShapeList());
+        assertEquals(official(T).getData(), runtime.getData());
+        assertEquals(T, ProtobufCodec.decodeTensor(body));
+        // in an embedded message and in Usage too
+        byte[] response = ProtobufCodec.encodeResponse(new Embeddings(T, "m", new Embeddings.Usage(3, 4)));
+        Embeddings back = ProtobufCodec.decodeResponse(concat(group, response));
+        assertEquals(T, back.tensor());
+        assertEquals(new Embeddings.Usage(3, 4), back.usage());
+        ByteArrayOutputStream buf = new ByteArrayOutputStream();
+        buf.write(0x12);
+        buf.write(body.length);
+        buf.write(body);
+        buf.write(0x1A);
+        buf.write(group.length + 2);
+        buf.write(group);
+        buf.write(new byte[] {0x08, 0x05});
+        back = ProtobufCodec.decodeResponse(buf.toByteArray());
+        assertEquals(T, back.tensor());
+        assertEquals(new Embeddings.Usage(5, 0), back.usage());
+
+        DensewireException e = fails(Category.MALFORMED, concat(new byte[] {0x5B, 0x08, 0x07, 0x64}, plain)); // end of group 12
+        assertEquals(3, e.offset().getAsLong());
+        e = fails(Category.TRUNCATED, new byte[] {0x5B, 0x08, 0x07}); // no end tag
+        assertEquals(3, e.offset().getAsLong());
+        byte[] deep = new byte[200];
+        Arrays.fill(deep, 0, 100, (byte) 0x5B);
+        Arrays.fill(deep, 100, 200, (byte) 0x5C);
+        e = fails(Category.MALFORMED, deep);
+        assertTrue(e.getMessage().contains("nested too deeply"), e.getMessage());
+        assertEquals(64, e.offset().getAsLong()); // the 65th start tag
+        byte[] shallow = new byte[128]; // 64 levels are fine
+        Arrays.fill(shallow, 0, 64, (byte) 0x5B);
+        Arrays.fill(shallow, 64, 128, (byte) 0x5C);
+        assertEquals(T, ProtobufCodec.decodeTensor(concat(shallow, plain)));
+        e = fails(Category.MALFORMED, concat(new byte[] {0x5C}, plain)); // a lone end-group tag
+        assertEquals(0, e.offset().getAsLong());
+        e = fails(Category.MALFORMED, concat(plain, new byte[] {0x5E})); // wire type 6
+        assertEquals(plain.length, e.offset().getAsLong());
+        e = fails(Category.MALFORMED, concat(plain, new byte[] {0x5F})); // wire type 7
+        assertEquals(plain.length, e.offset().getAsLong());
+        e = fails(Category.MALFORMED, concat(plain, new byte[] {0x1B, 0x1C})); // data (a known field) as a group
+        assertTrue(e.getMessage().contains("wire type 3"), e.getMessage());
+        assertEquals(plain.length, e.offset().getAsLong());
     }
 }
