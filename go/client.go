@@ -207,31 +207,13 @@ func (c *Client) post(ctx context.Context, req *EmbeddingsRequest, input []strin
 	if err != nil {
 		return nil, nil, err
 	}
-	url := strings.TrimRight(c.BaseURL, "/") + "/v1/embeddings"
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+	hreq, err := c.newRequest(ctx, http.MethodPost, "/v1/embeddings", bytes.NewReader(payload))
 	if err != nil {
 		return nil, nil, err
-	}
-	for k, vs := range c.Header {
-		for _, v := range vs {
-			hreq.Header.Add(k, v)
-		}
 	}
 	hreq.Header.Set("Content-Type", MediaJSON)
 	hreq.Header.Set("Accept", accept)
-	if c.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.APIKey)
-	}
-	hc := c.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(hreq)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := readBody(resp, c.MaxResponseBytes)
+	resp, body, err := c.do(hreq)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -32,7 +32,7 @@ type TableInfo struct {
 // ListTables calls GET {BaseURL}/v1/tables. A column type the server names but this library does
 // not know is an UnknownDType error on data[i].columns[j].type.
 func (c *Client) ListTables(ctx context.Context) ([]TableInfo, error) {
-	req, err := c.newRequest(ctx, http.MethodGet, "/v1/tables")
+	req, err := c.newRequest(ctx, http.MethodGet, "/v1/tables", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (c *Client) GetTable(ctx context.Context, name string, opts *GetTableOption
 		}
 		path += "?format=" + opts.Format.String()
 	}
-	req, err := c.newRequest(ctx, http.MethodGet, path)
+	req, err := c.newRequest(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -232,8 +232,9 @@ func (c *Client) GetTables(ctx context.Context, names []string, opts *GetTableOp
 	return out, nil
 }
 
-func (c *Client) newRequest(ctx context.Context, method, path string) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, nil)
+// newRequest builds a request to the server with the client's headers and API key.
+func (c *Client) newRequest(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, body)
 	if err != nil {
 		return nil, err
 	}

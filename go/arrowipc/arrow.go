@@ -137,34 +137,11 @@ func Decode(body []byte) (t *densewire.Tensor, meta *densewire.Meta, err error) 
 			t, meta, err = nil, nil, fail(densewire.Malformed, "", fmt.Sprint("invalid Arrow stream: ", p))
 		}
 	}()
-	if e := verifyStream(body); e != nil {
+	schema, batches, release, e := readStream(body)
+	if e != nil {
 		return nil, nil, e
 	}
-	alloc := &boundedAllocator{limit: 64*len(body) + 1<<20}
-	r, rerr := ipc.NewReader(bytes.NewReader(body), ipc.WithAllocator(alloc))
-	if rerr != nil {
-		return nil, nil, streamError(rerr, len(body))
-	}
-	defer r.Release()
-	var batches []arrow.RecordBatch
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
-	for r.Next() {
-		rec := r.RecordBatch()
-		rec.Retain()
-		batches = append(batches, rec)
-	}
-	if err := r.Err(); err != nil {
-		return nil, nil, streamError(err, len(body))
-	}
-	if len(batches) == 0 {
-		return nil, nil, &densewire.Error{Category: densewire.Truncated, Offset: len(body),
-			Message: "the Arrow stream ends before its record batch"}
-	}
-	schema := r.Schema()
+	defer release()
 	idx := schema.FieldIndices(Column)
 	if len(idx) != 1 {
 		return nil, nil, fail(densewire.InvalidField, Column, "the stream has no single column \"embedding\"")
@@ -221,6 +198,40 @@ func Decode(body []byte) (t *densewire.Tensor, meta *densewire.Meta, err error) 
 		}
 	}
 	return tensor, meta, nil
+}
+
+// readStream reads a whole IPC stream: its schema and its record batches, retained until release is
+// called. A stream without a record batch is truncated (SPEC.md sections 10 and 15.7).
+func readStream(body []byte) (*arrow.Schema, []arrow.RecordBatch, func(), *densewire.Error) {
+	if e := verifyStream(body); e != nil {
+		return nil, nil, nil, e
+	}
+	alloc := &boundedAllocator{limit: 64*len(body) + 1<<20}
+	r, rerr := ipc.NewReader(bytes.NewReader(body), ipc.WithAllocator(alloc))
+	if rerr != nil {
+		return nil, nil, nil, streamError(rerr, len(body))
+	}
+	defer r.Release()
+	var batches []arrow.RecordBatch
+	release := func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}
+	for r.Next() {
+		rec := r.RecordBatch()
+		rec.Retain()
+		batches = append(batches, rec)
+	}
+	if err := r.Err(); err != nil {
+		release()
+		return nil, nil, nil, streamError(err, len(body))
+	}
+	if len(batches) == 0 {
+		return nil, nil, nil, &densewire.Error{Category: densewire.Truncated, Offset: len(body),
+			Message: "the Arrow stream ends before its record batch"}
+	}
+	return r.Schema(), batches, release, nil
 }
 
 // boundedAllocator refuses allocations beyond what a stream of this size can need (64 times its

@@ -63,33 +63,11 @@ func DecodeTable(body []byte) (t *densewire.Table, err error) {
 			t, err = nil, fail(densewire.Malformed, "", fmt.Sprint("invalid Arrow stream: ", p))
 		}
 	}()
-	if e := verifyStream(body); e != nil {
+	schema, batches, release, e := readStream(body)
+	if e != nil {
 		return nil, e
 	}
-	alloc := &boundedAllocator{limit: 64*len(body) + 1<<20}
-	r, rerr := ipc.NewReader(bytes.NewReader(body), ipc.WithAllocator(alloc))
-	if rerr != nil {
-		return nil, streamError(rerr, len(body))
-	}
-	defer r.Release()
-	var batches []arrow.RecordBatch
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
-	for r.Next() {
-		rec := r.RecordBatch()
-		rec.Retain()
-		batches = append(batches, rec)
-	}
-	if err := r.Err(); err != nil {
-		return nil, streamError(err, len(body))
-	}
-	if len(batches) == 0 {
-		return nil, &densewire.Error{Category: densewire.Truncated, Offset: len(body), Message: "the Arrow stream ends before its record batch"}
-	}
-	schema := r.Schema()
+	defer release()
 	t = &densewire.Table{Columns: make([]densewire.Column, schema.NumFields())}
 	if md := schema.Metadata(); md.FindKey(KeyTable) >= 0 {
 		t.Name = md.Values()[md.FindKey(KeyTable)]

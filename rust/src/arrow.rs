@@ -103,14 +103,13 @@ pub fn encode_arrow(e: &Embeddings) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Decodes an Arrow IPC stream. The dtype comes from the `densewire.dtype` metadata (field, then
-/// schema), or from the Arrow type when there is none (UInt16 then needs the metadata: it is
-/// bfloat16 only by declaration). With one record batch, the tensor shares `body`.
-pub fn decode_arrow(body: Bytes) -> Result<Embeddings> {
+/// Reads a whole Arrow IPC stream: its schema and record batches (sharing `body`). A stream without
+/// a record batch is truncated (SPEC.md sections 10 and 15.7). arrow-ipc 60 can panic on crafted
+/// streams (an unchecked buffer offset in its reader, found by our fuzz target); a panic inside the
+/// reader is reported as a malformed body. This needs panic = "unwind" (the default); under
+/// panic = "abort" such input aborts the process.
+pub(crate) fn read_stream(body: Bytes) -> Result<(Arc<Schema>, Vec<RecordBatch>)> {
     let len = body.len();
-    // arrow-ipc 60 can panic on crafted streams (an unchecked buffer offset in its reader, found
-    // by our fuzz target); a panic inside the decoder is reported as a malformed body. This needs
-    // panic = "unwind" (the default); under panic = "abort" such input aborts the process.
     let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<_> {
         let mut decoder = arrow_ipc::reader::StreamDecoder::new();
         let mut buf = Buffer::from(body);
@@ -126,6 +125,17 @@ pub fn decode_arrow(body: Bytes) -> Result<Embeddings> {
         Ok(r) => r?,
         Err(_) => return Err(err(ErrorKind::Malformed, "invalid Arrow IPC stream (the Arrow reader rejected it)")),
     };
+    if batches.is_empty() {
+        return Err(truncated(len));
+    }
+    Ok((schema, batches))
+}
+
+/// Decodes an Arrow IPC stream. The dtype comes from the `densewire.dtype` metadata (field, then
+/// schema), or from the Arrow type when there is none (UInt16 then needs the metadata: it is
+/// bfloat16 only by declaration). With one record batch, the tensor shares `body`.
+pub fn decode_arrow(body: Bytes) -> Result<Embeddings> {
+    let (schema, batches) = read_stream(body)?;
     let (col, field) = schema
         .column_with_name(COLUMN)
         .ok_or_else(|| err(ErrorKind::InvalidField, "the stream has no column named embedding").field(COLUMN))?;

@@ -35,16 +35,16 @@ mod error;
 mod format;
 mod json;
 mod raw;
-mod tensor;
 mod table;
-mod table_csv;
-mod table_json;
 #[cfg(feature = "arrow")]
 mod table_arrow;
+mod table_csv;
+mod table_json;
 #[cfg(feature = "msgpack")]
 mod table_msgpack;
 #[cfg(feature = "protobuf")]
 mod table_protobuf;
+mod tensor;
 
 #[cfg(feature = "arrow")]
 mod arrow;
@@ -69,6 +69,8 @@ pub mod fuzzing;
 pub struct ReadmeDoctests;
 
 pub use crate::base64::{decode_base64, encode_base64, encode_base64_into, tensor_from_base64, tensor_to_base64};
+#[cfg(feature = "reqwest")]
+pub use crate::client_tables::{TableFetch, TableInfo, TableOptions, TablesClient};
 pub use crate::compression::{COMPRESSION_THRESHOLD, ContentEncoding, negotiate_encoding};
 #[cfg(feature = "compression")]
 pub use crate::compression::{compress, decompress_bounded};
@@ -83,21 +85,21 @@ pub use crate::raw::{
     HEADER_BYTEORDER, HEADER_DTYPE, HEADER_MODEL, HEADER_PROMPT_TOKENS, HEADER_SHAPE, HEADER_TOTAL_TOKENS,
     HEADER_VERSION, decode_raw, raw_headers,
 };
-pub use crate::tensor::Tensor;
 pub use crate::table::{
-    Column, ColumnData, ColumnSpec, ColumnType, HEADER_COLUMNS, HEADER_ROWS, HEADER_TABLE, Table, TableFormat, TableItem,
-    Values, columns_header, format_uuid, parse_columns_header, percent_encode,
+    Column, ColumnData, ColumnSpec, ColumnType, HEADER_COLUMNS, HEADER_ROWS, HEADER_TABLE, Table, TableFormat,
+    TableItem, Values, columns_header, format_uuid, parse_columns_header, percent_encode,
 };
-pub use crate::table_csv::{decode_table_csv, encode_table_csv};
-pub use crate::table_json::{decode_table_json_columns, decode_table_json_objects, decode_table_json_rows, encode_table_json};
 #[cfg(feature = "arrow")]
 pub use crate::table_arrow::decode_table_arrow;
+pub use crate::table_csv::{decode_table_csv, encode_table_csv};
+pub use crate::table_json::{
+    decode_table_json_columns, decode_table_json_objects, decode_table_json_rows, encode_table_json,
+};
 #[cfg(feature = "msgpack")]
 pub use crate::table_msgpack::{decode_table_msgpack, encode_table_msgpack};
 #[cfg(feature = "protobuf")]
 pub use crate::table_protobuf::{decode_table_protobuf, encode_table_protobuf};
-#[cfg(feature = "reqwest")]
-pub use crate::client_tables::{TableFetch, TableInfo, TableOptions, TablesClient};
+pub use crate::tensor::Tensor;
 pub use bytes::Bytes;
 pub use half::{bf16, f16};
 

@@ -4,17 +4,12 @@
 //! body's memory (bool is bit-packed in Arrow and is unpacked to bytes). Decode only: Arrow golden
 //! vectors are decode-only, and this crate has no table Arrow encoder yet.
 
-use crate::error::{ErrorKind, Result, err, truncated};
+use crate::error::{ErrorKind, Result, err};
 use crate::table::{Column, ColumnData, ColumnType, Table};
 use crate::tensor::aligned_copy;
 use arrow_array::{Array, BooleanArray, FixedSizeListArray, LargeStringArray, StringArray};
-use arrow_buffer::Buffer;
-use arrow_schema::{ArrowError, DataType, Field};
+use arrow_schema::{DataType, Field};
 use bytes::Bytes;
-
-fn arrow_err(e: ArrowError) -> crate::Error {
-    err(ErrorKind::Malformed, format!("invalid Arrow IPC stream: {e}"))
-}
 
 /// The column type of a field: `densewire.type` when present, else inferred from the Arrow type.
 fn field_type(f: &Field) -> Result<ColumnType> {
@@ -73,27 +68,7 @@ fn fixed_bytes(a: &dyn Array, ty: ColumnType) -> Result<Bytes> {
 /// Decodes an Arrow IPC stream of a table. The name comes from the schema metadata
 /// `densewire.table`; column types from `densewire.type` (or the Arrow type when absent).
 pub fn decode_table_arrow(body: Bytes) -> Result<Table> {
-    let len = body.len();
-    // arrow-ipc can panic on crafted streams (see arrow.rs); a panic is a malformed body.
-    let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<_> {
-        let mut decoder = arrow_ipc::reader::StreamDecoder::new();
-        let mut buf = Buffer::from(body);
-        let mut batches = Vec::new();
-        while let Some(b) = decoder.decode(&mut buf).map_err(arrow_err)? {
-            batches.push(b);
-        }
-        decoder.finish().map_err(|_| truncated(len))?;
-        let schema = decoder.schema().ok_or_else(|| truncated(len))?;
-        Ok((schema, batches))
-    }));
-    let (schema, batches) = match decoded {
-        Ok(r) => r?,
-        Err(_) => return Err(err(ErrorKind::Malformed, "invalid Arrow IPC stream (the Arrow reader rejected it)")),
-    };
-    if batches.is_empty() {
-        // SPEC.md section 15.7: a stream without any record batch is truncated.
-        return Err(truncated(len));
-    }
+    let (schema, batches) = crate::arrow::read_stream(body)?;
     let name = schema.metadata().get("densewire.table").cloned().unwrap_or_default();
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     let mut columns = Vec::with_capacity(schema.fields().len());

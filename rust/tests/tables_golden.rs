@@ -310,7 +310,9 @@ fn main() {
                 Trial::test(id, move || run_valid(&c))
             }
         })
-        .chain(std::iter::once(Trial::test("tables.prefixes_and_flips_never_panic", move || prefixes_never_panic(&all))))
+        .chain(std::iter::once(Trial::test("tables.prefixes_and_flips_never_panic", move || {
+            prefixes_never_panic(&all)
+        })))
         .collect();
     libtest_mimic::run(&args, trials).exit();
 }
