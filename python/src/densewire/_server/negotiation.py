@@ -63,11 +63,11 @@ def parse_accept(header: str) -> list[tuple[str, str, float]]:
     return out
 
 
-def _q_for(fmt: str, ranges: list[tuple[str, str, float]], media_types: dict[str, str] | None = None,
-           format_of: "Callable[[str], str | None]" = format_for_media_type) -> float | None:
+def _q_for(fmt: str, ranges: list[tuple[str, str, float]], media_types: dict[str, str],
+           format_of: Callable[[str], str | None]) -> float | None:
     """q-value given to ``fmt`` by the most specific matching range (None: no range matches)."""
     best_level, best_q = 0, None
-    canonical_type = (media_types or MEDIA_TYPES)[fmt].split("/", 1)[0]
+    canonical_type = media_types[fmt].split("/", 1)[0]
     for typ, sub, q in ranges:
         if typ == "*" and sub == "*":
             level = 1
@@ -84,39 +84,45 @@ def _q_for(fmt: str, ranges: list[tuple[str, str, float]], media_types: dict[str
     return best_q
 
 
+def _negotiate(accept: str | None, format_param: str | None, formats: tuple[str, ...] | list[str],
+               media_types: dict[str, str], format_of: Callable[[str], str | None], what: str) -> str:
+    """``format_param`` overrides ``Accept``; no ``Accept`` (or ``*/*``) means ``formats[0]``; the
+    highest q wins, ``formats``' order among equals; ``NotAcceptableError`` (406) when nothing fits."""
+    supported = ", ".join(media_types[f] for f in formats)
+    if format_param is not None:
+        fmt = format_param.strip().lower()
+        if fmt in formats:
+            return fmt
+        raise NotAcceptableError(
+            f"{format_param[:100]!r} is not {what}; use one of {', '.join(formats)} (media types: {supported})",
+            field="format",
+        )
+    if accept is None or not accept.strip():
+        return formats[0]
+    ranges = parse_accept(accept)
+    best_fmt, best_q = None, 0.0
+    for fmt in formats:
+        q = _q_for(fmt, ranges, media_types, format_of)
+        if q is not None and q > best_q:
+            best_fmt, best_q = fmt, q
+    if best_fmt is None:
+        raise NotAcceptableError(
+            f"none of the media types in Accept ({accept.strip()[:200]}) can be served as {what}; "
+            f"supported: {supported}",
+            field="Accept",
+        )
+    return best_fmt
+
+
 def negotiate_format(accept: str | None, format_param: str | None = None) -> str:
-    """The response format for a request.
+    """The response format for a request (SPEC.md section 12).
 
     ``format_param`` (the ``format`` query parameter) overrides ``Accept``; an unknown value is a
     ``NotAcceptableError`` (406) on the field ``format``.
     No ``Accept``, an empty one, or ``*/*`` means JSON. Among equal q-values the order of
     ``densewire.FORMATS`` decides. Raises ``NotAcceptableError`` when nothing fits.
     """
-    supported = ", ".join(supported_media_types())
-    if format_param is not None:
-        fmt = format_param.strip().lower()
-        if fmt in FORMATS:
-            return fmt
-        raise NotAcceptableError(
-            f"{format_param!r} is not supported; use one of {', '.join(FORMATS)} "
-            f"(media types: {supported})",
-            field="format",
-        )
-    if accept is None or not accept.strip():
-        return FORMATS[0]
-    ranges = parse_accept(accept)
-    best_fmt, best_q = None, 0.0
-    for fmt in FORMATS:
-        q = _q_for(fmt, ranges)
-        if q is not None and q > best_q:
-            best_fmt, best_q = fmt, q
-    if best_fmt is None:
-        raise NotAcceptableError(
-            f"none of the media types in Accept ({accept.strip()[:200]}) can be served; "
-            f"supported: {supported}",
-            field="Accept",
-        )
-    return best_fmt
+    return _negotiate(accept, format_param, FORMATS, MEDIA_TYPES, format_for_media_type, "a format")
 
 
 def supported_table_media_types() -> list[str]:
@@ -127,38 +133,13 @@ def supported_table_media_types() -> list[str]:
 
 def negotiate_table_format(accept: str | None, format_param: str | None = None) -> str:
     """The format of a ``GET /v1/tables/{name}`` response (SPEC.md 15.9), by the rules of
-    :func:`negotiate_format` over the table formats: ``format`` (``json``, ``json-rows``,
-    ``json-columns``, ``csv``, ``msgpack``, ``protobuf``, ``arrow``) overrides ``Accept``; no
-    ``Accept`` or ``*/*`` means JSON objects; equal q-values go by ``densewire.TABLE_FORMATS``'s
-    order; ``NotAcceptableError`` (406) listing the table media types when nothing fits."""
+    :func:`negotiate_format` over the table formats (``json``, ``json-rows``, ``json-columns``,
+    ``csv``, ``msgpack``, ``protobuf``, ``arrow``): no ``Accept`` or ``*/*`` means JSON objects."""
     from densewire import TABLE_FORMATS, TABLE_MEDIA_TYPES
     from densewire._tables import table_format_for_media_type
 
-    supported = ", ".join(supported_table_media_types())
-    if format_param is not None:
-        fmt = format_param.strip().lower()
-        if fmt in TABLE_FORMATS:
-            return fmt
-        raise NotAcceptableError(
-            f"{format_param[:100]!r} is not a table format; use one of {', '.join(TABLE_FORMATS)} "
-            f"(media types: {supported})",
-            field="format",
-        )
-    if accept is None or not accept.strip():
-        return TABLE_FORMATS[0]
-    ranges = parse_accept(accept)
-    best_fmt, best_q = None, 0.0
-    for fmt in TABLE_FORMATS:
-        q = _q_for(fmt, ranges, TABLE_MEDIA_TYPES, table_format_for_media_type)
-        if q is not None and q > best_q:
-            best_fmt, best_q = fmt, q
-    if best_fmt is None:
-        raise NotAcceptableError(
-            f"none of the media types in Accept ({accept.strip()[:200]}) can be served for a table; "
-            f"supported: {supported}",
-            field="Accept",
-        )
-    return best_fmt
+    return _negotiate(accept, format_param, TABLE_FORMATS, TABLE_MEDIA_TYPES, table_format_for_media_type,
+                      "a table format")
 
 
 def negotiate_encoding(accept_encoding: str | None) -> str | None:
