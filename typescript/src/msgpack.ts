@@ -19,7 +19,8 @@ const decoder = new Decoder({
   },
 });
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
+/** Whether a decoded MessagePack value is a map (as @msgpack/msgpack returns it). */
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
   if (typeof v !== "object" || v === null) return false;
   const proto = Object.getPrototypeOf(v);
   return proto === Object.prototype || proto === null;
@@ -34,8 +35,11 @@ function isCount(v: unknown): v is number {
  * trailing bytes) and `truncated` with offsets; `invalid_field` on `data`, `shape`, `dtype`, `model`,
  * `usage`; `unknown_dtype`; `length_mismatch` on `data`.
  */
-export function decodeMsgpack(body: Uint8Array | ArrayBuffer): Embeddings {
-  const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
+/**
+ * Decodes a body that must be one MessagePack map with str keys (tensors, section 8; tables, section
+ * 15.5); a body that is not is `malformed` or `truncated` at the offending offset.
+ */
+export function decodeMsgpackMap(bytes: Uint8Array): Record<string, unknown> {
   let doc: unknown;
   try {
     doc = decoder.decode(bytes);
@@ -43,6 +47,12 @@ export function decodeMsgpack(body: Uint8Array | ArrayBuffer): Embeddings {
     throw locateError(bytes) ?? new DensewireError("malformed", `not valid MessagePack: ${(e as Error).message}`, {}, { cause: e });
   }
   if (!isPlainObject(doc)) throw new DensewireError("malformed", `the body must be a map, got ${describe(doc)}`, { offset: 0 });
+  return doc;
+}
+
+export function decodeMsgpack(body: Uint8Array | ArrayBuffer): Embeddings {
+  const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
+  const doc = decodeMsgpackMap(bytes);
 
   if (!("dtype" in doc)) throw new DensewireError("invalid_field", "missing", { field: "dtype" });
   if (typeof doc["dtype"] !== "string") throw new DensewireError("invalid_field", `must be a str, got ${describe(doc["dtype"])}`, { field: "dtype" });

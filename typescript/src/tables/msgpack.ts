@@ -8,10 +8,10 @@
  * the others it depends on where the map's header bytes leave the payload), one copy otherwise.
  * Encoding writes the smallest representation of each value, so the body is byte-exact.
  */
-import { Decoder, Encoder } from "@msgpack/msgpack";
+import { Encoder } from "@msgpack/msgpack";
 import { describe } from "../dtypes.js";
 import { DensewireError } from "../errors.js";
-import { locateError } from "../msgpack.js";
+import { decodeMsgpackMap, isPlainObject as isMap } from "../msgpack.js";
 import {
   type Table,
   type TableColumn,
@@ -22,19 +22,6 @@ import {
   parseColumnType,
   typeWidth,
 } from "./model.js";
-
-const decoder = new Decoder({
-  mapKeyConverter: (key: unknown): string => {
-    if (typeof key !== "string") throw new TypeError(`map key is not a str: ${describe(key)}`);
-    return key;
-  },
-});
-
-function isMap(v: unknown): v is Record<string, unknown> {
-  if (typeof v !== "object" || v === null) return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
-}
 
 function missingOr(v: unknown, what: string): string {
   return v === undefined ? "missing" : `must be ${what}, got ${describe(v)}`;
@@ -48,14 +35,7 @@ function missingOr(v: unknown, what: string): string {
  * `shape_mismatch` on `columns[COL].data` (a string array of the wrong length).
  */
 export function decodeTableMsgpack(body: Uint8Array | ArrayBuffer): Table {
-  const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
-  let doc: unknown;
-  try {
-    doc = decoder.decode(bytes);
-  } catch (e) {
-    throw locateError(bytes) ?? new DensewireError("malformed", `not valid MessagePack: ${(e as Error).message}`, {}, { cause: e });
-  }
-  if (!isMap(doc)) throw new DensewireError("malformed", `the body must be a map, got ${describe(doc)}`, { offset: 0 });
+  const doc = decodeMsgpackMap(body instanceof Uint8Array ? body : new Uint8Array(body));
   const name = doc["name"];
   if (typeof name !== "string") throw new DensewireError("invalid_field", missingOr(name, "a str"), { field: "name" });
   const n = doc["rows"];
