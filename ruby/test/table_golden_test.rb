@@ -154,7 +154,7 @@ class TableGoldenTest < Minitest::Test
 
   def test_every_case_ran
     ids = GoldenFiles.cases("tables").map { |c| "test_#{c["id"]}" }
-    assert_equal 81, ids.size
+    assert_operator ids.size, :>=, 81, "tables.json lost cases"
     assert_empty ids - self.class.public_instance_methods.map(&:to_s)
   end
 end
