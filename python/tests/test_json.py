@@ -128,6 +128,11 @@ def test_empty_batch_keeps_dimensions() -> None:
     (b'{"data": [{"index": 0, "embedding": [300]}], "dtype": "int8"}', "invalid_field", "data[0].embedding[0]"),
     (b'{"data": [{"index": true, "embedding": [1.0]}]}', "invalid_field", "data[0].index"),
     (b'{"data": [{"index": 0, "embedding": "AACAPw=="}], "dimensions": -1}', "invalid_field", "dimensions"),
+    # a declared dimensions far beyond the rows is the row's error (was a MemoryError: 4 TB allocated first)
+    (b'{"data": [{"index": 0, "embedding": "AACAPw=="}], "dimensions": 1000000000000}', "length_mismatch",
+     "data[0].embedding"),
+    (b'{"data": [{"index": 0, "embedding": [255, 0, 240]}], "dtype": "binary", "dimensions": 2222222222222220}',
+     "shape_mismatch", "data[0].embedding"),
 ])
 def test_errors_name_the_field(body: bytes, category: str, field: str | None) -> None:
     with pytest.raises(densewire.DensewireError) as info:

@@ -90,6 +90,7 @@ export function decodeJSON(input: string | Uint8Array | ArrayBuffer | object): E
 
   const rb = rowBytes(dtype, d);
   const width = dtype === "binary" ? rb : d; // items per row in `out`
+  checkRowsCanFill(data, dtype, d, rb, width);
   const out = allocData(dtype, n * width);
   const outBytes = new Uint8Array(out.buffer, 0, out.byteLength);
   const itemBytes = DTYPES[dtype].itemBytes;
@@ -115,14 +116,7 @@ export function decodeJSON(input: string | Uint8Array | ArrayBuffer | object): E
       decodeBase64Into(emb, target, field);
       if (swap) swapBytes(target, itemBytes);
     } else if (Array.isArray(emb)) {
-      if (emb.length !== width) {
-        throw new DensewireError(
-          "shape_mismatch",
-          `row has ${emb.length} ${dtype === "binary" ? "packed bytes" : "items"}, expected ${width} (d = ${d})`,
-          { field },
-        );
-      }
-      fillRow(dtype, out, index * width, emb, field);
+      fillRow(dtype, out, index * width, emb, field); // its length was checked by checkRowsCanFill
     } else {
       throw new DensewireError("invalid_field", `must be an array of numbers or a Base64 string, got ${describe(emb)}`, { field });
     }
@@ -135,6 +129,34 @@ export function decodeJSON(input: string | Uint8Array | ArrayBuffer | object): E
     result.usage = { prompt_tokens: usage["prompt_tokens"], total_tokens: usage["total_tokens"] };
   }
   return result;
+}
+
+/**
+ * Fails on the first row that cannot fill its `rb` bytes, before the tensor is allocated: a declared
+ * `dimensions` far beyond what the rows carry (fuzzing found 2222222222222220) is that row's error,
+ * not a RangeError or an allocation of petabytes. Number rows are checked in full here; Base64 rows
+ * that could be long enough are checked as they are decoded.
+ */
+function checkRowsCanFill(data: unknown[], dtype: DType, d: number, rb: number, width: number): void {
+  for (let i = 0; i < data.length; i++) {
+    const item = data[i];
+    const emb = isObject(item) ? item["embedding"] : undefined;
+    const field = `data[${i}].embedding`;
+    if (Array.isArray(emb) && emb.length !== width) {
+      throw new DensewireError(
+        "shape_mismatch",
+        `row has ${emb.length} ${dtype === "binary" ? "packed bytes" : "items"}, expected ${width} (d = ${d})`,
+        { field },
+      );
+    }
+    if (typeof emb === "string" && Math.floor(emb.length / 4) * 3 + 3 < rb) {
+      const bytes = base64DecodedLength(emb, field);
+      throw new DensewireError("length_mismatch", `${bytes} bytes where a ${dtype} row of ${d} dimensions needs ${rb}`, {
+        offset: Math.min(bytes, rb),
+        field,
+      });
+    }
+  }
 }
 
 /** `d` from the first row when `dimensions` is absent (SPEC.md section 6.2). */

@@ -32,6 +32,15 @@ describe("JSON envelope decoding", () => {
     assertDensewireError(() => decodeJSON(env([item(0, [1])], { dtype: "binary", dimensions: 12 })), { category: "shape_mismatch", field: "data[0].embedding" });
   });
 
+  it("reports a huge declared dimensions as the row's error, without allocating it", () => {
+    // found by fuzzing: a RangeError from the typed array allocation before any row was checked
+    const huge = env([item(0, [255, 0, 240])], { dtype: "binary", dimensions: 2222222222222220 });
+    assertDensewireError(() => decodeJSON(huge), { category: "shape_mismatch", field: "data[0].embedding" });
+    const b64 = env([item(0, "AACAPw==")], { dimensions: 1e12 });
+    assertDensewireError(() => decodeJSON(b64), { category: "length_mismatch", field: "data[0].embedding", offset: 4 });
+    assertDensewireError(() => decodeJSON(env([item(0, "AA*A")], { dimensions: 1e12 })), { category: "invalid_base64", offset: 2 });
+  });
+
   it("reads big-endian Base64 rows of every width", () => {
     assert.deepEqual(Array.from(decodeJSON(env([item(0, "PAA=")], { dtype: "float16", byteorder: "big" })).data), [0x3c00]);
     assert.deepEqual(Array.from(decodeJSON(env([item(0, "P/AAAAAAAAA=")], { dtype: "float64", byteorder: "big" })).data), [1]);

@@ -159,14 +159,16 @@ def _decode_base64_rows(rows: list, positions: list[int], dtype: str, byteorder:
             return Tensor.from_bytes(b64decode_strict("".join(rows)), dtype, (n, dims), byteorder)
         except DensewireError:
             pass
-    out = bytearray(n * rb)
+    # rows are checked before the tensor exists, so a declared `dimensions` far beyond what the rows
+    # carry is a row's error, never an allocation of n * rb bytes
+    parts = []
     for k, row in enumerate(rows):
         raw = _decode_row(row, positions[k])
         if len(raw) != rb:
             raise LengthMismatchError(f"{len(raw)} bytes, expected {dims} {dtype} dimensions ({rb} bytes)",
                                       offset=min(len(raw), rb), field=f"data[{positions[k]}].embedding")
-        out[k * rb:(k + 1) * rb] = raw
-    return Tensor.from_bytes(out, dtype, (n, dims), byteorder)
+        parts.append(raw)
+    return Tensor.from_bytes(bytearray().join(parts), dtype, (n, dims), byteorder)
 
 
 def _decode_row(row: str, pos: int) -> bytes:

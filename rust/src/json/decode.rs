@@ -482,6 +482,7 @@ fn assemble(dtype: DType, order: ByteOrder, dims_field: Option<usize>, rows: Vec
     };
     let rb = dtype.row_bytes(dims).ok_or_else(dims_error)?;
     let total = rb.checked_mul(n).ok_or_else(dims_error)?;
+    check_rows_can_fill(dtype, dims, rb, &rows)?;
     let mut buf = aligned_zeroed(total);
     let out = buf.as_mut_slice();
     let mut seen = vec![false; n];
@@ -532,11 +533,36 @@ fn assemble(dtype: DType, order: ByteOrder, dims_field: Option<usize>, rows: Vec
     Ok(Tensor::new(dtype, n, dims, buf.freeze())?.with_clear_padding_bits())
 }
 
+/// Fails on the first row that cannot hold `rb` bytes, before the tensor is allocated: a declared
+/// `dimensions` far beyond what the rows carry (fuzzing found `2222222222222220`) must be a row error,
+/// not an allocation of petabytes. Rows that can hold `rb` bytes are checked in full later.
+fn check_rows_can_fill(dtype: DType, dims: usize, rb: usize, rows: &[Row<'_>]) -> Result<()> {
+    for (i, row) in rows.iter().enumerate() {
+        match row.embedding.as_ref() {
+            Some(Embedding::Nums(v)) => {
+                let want = if dtype == DType::Binary { rb } else { dims };
+                if v.len() != want {
+                    return Err(row_count_error(v.len(), want, i));
+                }
+            }
+            Some(Embedding::Str(s)) if crate::base64::decoded_len_upper(s.len()) < rb => {
+                let decoded = crate::base64::decode_base64(s).map_err(|e| e.field(emb_field(i)))?;
+                return Err(length_mismatch(decoded.len(), rb).field(emb_field(i)));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn row_count_error(got: usize, want: usize, i: usize) -> Error {
+    err(ErrorKind::ShapeMismatch, format!("row has {got} numbers, the shape needs {want}")).field(emb_field(i))
+}
+
 fn fill_numbers(dtype: DType, dims: usize, v: &[f64], slot: &mut [u8], i: usize) -> Result<()> {
     let want = if dtype == DType::Binary { slot.len() } else { dims };
     if v.len() != want {
-        return Err(err(ErrorKind::ShapeMismatch, format!("row has {} numbers, the shape needs {want}", v.len()))
-            .field(emb_field(i)));
+        return Err(row_count_error(v.len(), want, i));
     }
     let bad = |j: usize, what: &str| {
         err(ErrorKind::InvalidField, what.to_string()).field(format!("data[{i}].embedding[{j}]"))

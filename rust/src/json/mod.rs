@@ -37,6 +37,18 @@ mod tests {
     }
 
     #[test]
+    fn a_huge_declared_dimensions_is_a_row_error_not_an_allocation() {
+        // found by the json fuzz target: the tensor was allocated from `dimensions` before any row
+        // was checked, so 2222222222222220 binary dimensions aborted the process
+        let huge = r#"{"data":[{"index":0,"embedding":[255,0,240]}],"dtype":"binary","dimensions":2222222222222220}"#;
+        assert_eq!(err_of(huge), (ErrorKind::ShapeMismatch, Some("data[0].embedding".into()), None));
+        let b64 = r#"{"data":[{"index":0,"embedding":"AACAPw=="}],"dimensions":1000000000000}"#;
+        assert_eq!(err_of(b64), (ErrorKind::LengthMismatch, Some("data[0].embedding".into()), Some(4)));
+        let bad = r#"{"data":[{"index":0,"embedding":"AA*A"}],"dimensions":1000000000000}"#;
+        assert_eq!(err_of(bad), (ErrorKind::InvalidBase64, Some("data[0].embedding".into()), Some(2)));
+    }
+
+    #[test]
     fn escaped_base64_and_big_endian() {
         // "\/" is a legal JSON escape of '/', so the row string is not borrowed.
         let e = decode_json(br#"{"data":[{"index":0,"embedding":"P4AAAMAgAAA9zMzN"}],"byteorder":"big"}"#).unwrap();

@@ -104,6 +104,11 @@ public final class JsonEnvelope {
         return "data[" + r.position() + "].embedding";
     }
 
+    private static DensewireException rowLength(byte[] raw, Dtype dtype, int d, int rb, Row r) {
+        return new DensewireException(Category.LENGTH_MISMATCH, raw.length + " bytes where a " + dtype + " row of " + d
+                + " dimensions needs " + rb, Math.min(raw.length, rb), embeddingField(r));
+    }
+
     private static Tensor base64Rows(Row[] rows, Row first, Dtype dtype, Endianness order, Long dimensions) {
         for (Row r : rows) {
             if (!(r.embedding() instanceof String)) {
@@ -130,12 +135,20 @@ public final class JsonEnvelope {
             throw DensewireException.on(Category.INVALID_FIELD, "dimensions", "the tensor is larger than 2 GiB");
         }
         int rb = (int) rbLong;
+        // A declared dimensions far beyond what the rows carry is that row's error, found before
+        // n * rb bytes are allocated (up to 2 GiB from a few bytes of JSON otherwise).
+        for (Row r : rows) {
+            int upper = ((String) r.embedding()).length() / 4 * 3 + 3;
+            if (upper < rb) {
+                byte[] raw = r == first && firstBytes != null ? firstBytes : decodeRow(r);
+                throw rowLength(raw, dtype, d, rb, r);
+            }
+        }
         byte[] out = new byte[n * rb];
         for (int k = 0; k < n; k++) {
             byte[] raw = rows[k] == first && firstBytes != null ? firstBytes : decodeRow(rows[k]);
             if (raw.length != rb) {
-                throw new DensewireException(Category.LENGTH_MISMATCH, raw.length + " bytes where a " + dtype + " row of " + d
-                        + " dimensions needs " + rb, Math.min(raw.length, rb), embeddingField(rows[k]));
+                throw rowLength(raw, dtype, d, rb, rows[k]);
             }
             System.arraycopy(raw, 0, out, k * rb, rb);
         }

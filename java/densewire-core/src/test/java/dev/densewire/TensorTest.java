@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.densewire.DensewireException.Category;
 import java.nio.FloatBuffer;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -75,5 +76,16 @@ class TensorTest {
         assertEquals("65500.0", JsonEnvelope.shortestDecimal(65504f, Dtype.FLOAT16)); // reads back as 65504
         assertEquals("6E-8", JsonEnvelope.shortestDecimal(Conversions.float16ToFloat((short) 1), Dtype.FLOAT16));
         assertEquals("3.39E+38", JsonEnvelope.shortestDecimal(Conversions.bfloat16ToFloat((short) 0x7F7F), Dtype.BFLOAT16));
+    }
+
+    @Test
+    void aHugeDeclaredDimensionsIsTheRowsErrorNotAnAllocation() {
+        // 400,000,000 float32 dimensions for a 4-byte row: the row's length_mismatch, before 1.6 GB are allocated
+        List<JsonEnvelope.Row> rows = List.of(new JsonEnvelope.Row(0, 0L, "AACAPw=="));
+        DensewireException e = assertThrows(DensewireException.class,
+                () -> JsonEnvelope.assemble(rows, null, null, 400_000_000L));
+        assertEquals(Category.LENGTH_MISMATCH, e.category());
+        assertEquals(4, e.offset().getAsLong());
+        assertEquals("data[0].embedding", e.field().orElseThrow());
     }
 }
