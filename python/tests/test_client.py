@@ -52,6 +52,20 @@ def test_every_format_and_dtype_gives_the_same_vectors(server, accept: str, dtyp
     assert got.usage is not None and got.usage.total_tokens > 0
 
 
+@pytest.mark.parametrize("accept_encoding, coding", [(None, None), ("gzip", "gzip"), ("zstd, gzip", "zstd")])
+def test_asks_for_uncompressed_vectors_unless_told(server, accept_encoding, coding) -> None:
+    import httpx
+
+    seen: list[httpx.Response] = []
+    http = httpx.Client(event_hooks={"response": [seen.append]})
+    kw = {} if accept_encoding is None else {"accept_encoding": accept_encoding}
+    with densewire.Client(server.url, api_key="sekret", http_client=http, **kw) as client:
+        vectors = client.embed(TEXTS)  # 37 x 48 float32: above the server's 1 KiB compression threshold
+    assert seen[0].request.headers["accept-encoding"] == (accept_encoding or "identity")
+    assert seen[0].headers.get("content-encoding") == coding
+    assert np.array_equal(vectors, reference(server, TEXTS))
+
+
 def test_embed_many_keeps_input_order(server) -> None:
     with densewire.Client(server.url, api_key="sekret") as client:
         many = client.embed_many(TEXTS, batch_size=4, concurrency=3)

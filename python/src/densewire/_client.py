@@ -3,6 +3,11 @@
 They ask for the fastest format the server offers (raw, then MessagePack, Protobuf, JSON) and
 decode whatever comes back by its Content-Type, without copying the vectors out of the response
 body. Against an OpenAI-compatible server that only speaks JSON they get JSON with Base64 rows.
+
+They send ``Accept-Encoding: identity`` unless told otherwise: float vectors barely compress (256
+MiniLM vectors: 92.6 % of their size with gzip -6 or zstd -3) while gzip runs at about 20 MB/s, so on
+a datacenter network compression costs far more time than the 7 % of bytes it saves. Pass
+``accept_encoding="zstd, gzip"`` for a slow link.
 """
 
 from __future__ import annotations
@@ -39,6 +44,13 @@ def _httpx():
     except ImportError:
         raise ImportError("the densewire client needs httpx: pip install 'densewire[serve]'") from None
     return httpx
+
+
+def _headers(accept: str, accept_encoding: str, api_key: str | None) -> dict[str, str]:
+    headers = {"Accept": accept, "Accept-Encoding": accept_encoding}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    return headers
 
 
 def _request(texts: str | Sequence[str] | Sequence[int] | Sequence[Sequence[int]], model: str | None,
@@ -97,15 +109,12 @@ class Client:
 
     def __init__(self, base_url: str = "http://127.0.0.1:8000", *, api_key: str | None = None,
                  model: str | None = None, timeout: float = 120.0, accept: str = DEFAULT_ACCEPT,
-                 http_client: Any = None) -> None:
+                 accept_encoding: str = "identity", http_client: Any = None) -> None:
         httpx = _httpx()
         self.base_url = base_url.rstrip("/").removesuffix("/v1")
         self.model = model
-        headers = {"Accept": accept}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
         self._http = http_client or httpx.Client(timeout=timeout, limits=httpx.Limits(max_connections=64))
-        self._headers = headers
+        self._headers = _headers(accept, accept_encoding, api_key)
 
     def __enter__(self) -> "Client":
         return self
@@ -158,11 +167,11 @@ class AsyncClient:
 
     def __init__(self, base_url: str = "http://127.0.0.1:8000", *, api_key: str | None = None,
                  model: str | None = None, timeout: float = 120.0, accept: str = DEFAULT_ACCEPT,
-                 http_client: Any = None) -> None:
+                 accept_encoding: str = "identity", http_client: Any = None) -> None:
         httpx = _httpx()
         self.base_url = base_url.rstrip("/").removesuffix("/v1")
         self.model = model
-        self._headers = {"Accept": accept, **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
+        self._headers = _headers(accept, accept_encoding, api_key)
         self._http = http_client or httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=64))
 
     async def __aenter__(self) -> "AsyncClient":
