@@ -56,8 +56,40 @@ def test_every_setting_has_flag_and_env() -> None:
 
 def test_round_trip_through_env() -> None:
     cfg = ServerConfig(port=1234, model="hash:4", redis_url="redis://x", prewarm="f.txt", prewarm_interval=5,
-                       access_log=True, api_key=None)
+                       access_log=True, api_key=None, public_tables=True,
+                       cors_origins=("https://maps.example.com", "http://localhost:5173"))
     assert config_from_env(config_to_env(cfg)) == cfg
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("*", ("*",)), ("https://Maps.Example.com", ("https://maps.example.com",)),
+    ("https://a.example, http://localhost:5173,", ("https://a.example", "http://localhost:5173")), ("", ()),
+])
+def test_cors_origins(text: str, expected: tuple[str, ...]) -> None:
+    assert config_from_env({"DENSEWIRE_CORS_ORIGINS": text}).cors_origins == expected
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--cors-origins", "maps.example.com"], "'maps.example.com' is not an origin"),
+    (["--max-body-bytes", "-5"], "size must not be negative: '-5'"),
+    (["--port", "x"], "invalid literal for int() with base 10: 'x'"),
+])
+def test_bad_flag_values_say_what_is_wrong(argv: list[str], word: str, capsys) -> None:
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(argv)
+    assert word in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, word", [
+    ("maps.example.com", "not an origin"), ("https://a.example/app", "no path"), ("ftp://a.example", "not an origin"),
+    ("*,https://a.example", "give it alone"),
+])
+def test_bad_cors_origins_say_what_is_wrong(text: str, word: str) -> None:
+    with pytest.raises(ValueError, match=word) as info:
+        config_from_env({"DENSEWIRE_CORS_ORIGINS": text})
+    assert "DENSEWIRE_CORS_ORIGINS" in str(info.value)
 
 
 @pytest.mark.parametrize("changes, word", [

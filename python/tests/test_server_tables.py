@@ -358,6 +358,20 @@ def test_api_key_applies_to_tables() -> None:
         assert r.status_code == 200 and r.headers["densewire-rows"] == "5"
 
 
+def test_public_tables_need_no_key_while_embeddings_still_do() -> None:
+    with ServerProcess("--model", "hash:8", "--no-demo-tables", "--table", "t=demo:rows=5", "--api-key", "k1",
+                       "--public-tables", "--table-compression", "off") as s:
+        assert httpx.get(s.url + "/v1/tables").json()["data"][0]["name"] == "t"
+        assert httpx.get(s.url + "/v1/tables/t?format=csv").status_code == 200
+        assert httpx.head(s.url + "/v1/tables/t").status_code == 200
+        assert httpx.post(s.url + "/v1/embeddings", json={"input": "x"}).status_code == 401
+        assert httpx.get(s.url + "/v1/models").status_code == 401
+        doc = httpx.get(s.url + "/openapi.json").json()
+        assert doc["paths"]["/v1/tables/{name}"]["get"]["security"] == []
+        assert "401" not in doc["paths"]["/v1/tables/{name}"]["get"]["responses"]
+        assert doc["paths"]["/v1/embeddings"]["post"]["security"] == [{"bearer": []}]
+
+
 def test_prewarm_runs_beside_the_event_loop() -> None:
     """While brotli 11 builds (seconds of CPU in the build process), other routes and the table
     itself (identity, from the first snapshot) keep answering: /health is seen saying 'warming'."""

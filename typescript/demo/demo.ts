@@ -4,6 +4,10 @@
  * (compressed and not, from PerformanceResourceTiming), download time, decode time (the library's
  * table decoders, timed with performance.now()), draw time and the total to first paint.
  *
+ * The tables come from this page's own server, or from the server named by `?api=` (for instance
+ * `/demo/?api=https://data.example.com`), which must allow this page's origin (`--cors-origins`) and
+ * serve its tables without a key (`--public-tables`) when it has one.
+ *
  * The results are also on `window.densewireDemo` (the headless Chromium test reads them there).
  */
 import { decodeTableBody } from "./tables.js";
@@ -12,6 +16,8 @@ import { type TableDigest, digestTable } from "./digest.js";
 export const FORMATS = ["json", "json-rows", "json-columns", "csv", "msgpack", "protobuf", "arrow"] as const;
 export type TableFormat = (typeof FORMATS)[number];
 export const TABLES = ["points", "points_f32"] as const;
+/** Where the tables come from: `?api=` or this page's origin. */
+const API = new URLSearchParams(location.search).get("api") ?? location.origin;
 
 const LABELS: Record<TableFormat, string> = {
   json: "JSON objects",
@@ -146,7 +152,7 @@ async function resourceEntry(url: string): Promise<PerformanceResourceTiming | u
 
 // ---- one measurement ----------------------------------------------------------------------------
 async function run(table: string, format: TableFormat): Promise<DemoResult> {
-  const url = new URL(`/v1/tables/${encodeURIComponent(table)}?format=${format}`, location.href).href;
+  const url = new URL(`/v1/tables/${encodeURIComponent(table)}?format=${format}`, API).href;
   const canvas = document.getElementById("map") as HTMLCanvasElement;
   const result: DemoResult = {
     table, format, ok: false, rows: 0, contentType: "", contentEncoding: "", transferSize: 0, encodedBodySize: 0,
@@ -336,7 +342,7 @@ function init(): void {
   for (const t of TABLES) {
     for (const f of FORMATS) {
       const b = el("button", `${t === "points" ? "" : "f32 "}${f}`);
-      b.title = `GET /v1/tables/${t}?format=${f}`;
+      b.title = `GET ${new URL(`/v1/tables/${t}?format=${f}`, API).href}`;
       b.onclick = async () => {
         setButtons(true);
         try {

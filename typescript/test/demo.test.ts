@@ -10,28 +10,15 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type BrowserContext, type Page, chromium } from "playwright-core";
+import type { Page } from "playwright-core";
+import { Server, launchChromium, waitHealthy } from "./browser.js";
 import { repoRoot } from "./helpers.js";
 
 const FORMATS = ["json", "json-rows", "json-columns", "csv", "msgpack", "protobuf", "arrow"];
 const TABLES = ["points", "points_f32"];
 const DEMO_ROWS = 67_627;
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-export const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 interface Result {
   table: string;
@@ -51,72 +38,23 @@ interface Result {
   drawn: number;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitHealthy(url: string, proc?: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    if (proc && proc.exitCode !== null) throw new Error(`densewire serve exited with ${proc.exitCode}`);
-    try {
-      const r = await fetch(`${url}/health`);
-      if (r.ok) return;
-      last = r.status;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`densewire serve at ${url} not healthy after 60 s: ${String(last)}`);
-}
-
 describe("the /demo page in headless Chromium", () => {
   let serverURL: string;
-  let server: ChildProcess | undefined;
-  let serverLog = "";
-  let context: BrowserContext;
-  let profile: string;
+  let server: Server | undefined;
+  let browser: Awaited<ReturnType<typeof launchChromium>>;
   let page: Page;
   let results: Result[];
 
   before(async () => {
-    assert.ok(
-      existsSync(CHROMIUM),
-      `Chromium not found at ${CHROMIUM}: install Debian's (apt-get install -y chromium) or set CHROMIUM_PATH; typescript/ci.sh installs it`,
-    );
     if (process.env.DENSEWIRE_SERVER_URL) {
       serverURL = process.env.DENSEWIRE_SERVER_URL.replace(/\/+$/, "");
+      await waitHealthy(serverURL);
     } else {
-      const exe = join(repoRoot(), ".venv", "bin", "densewire");
-      assert.ok(existsSync(exe), `${exe} not found: run scripts/setup-python.sh, or set DENSEWIRE_SERVER_URL to a running densewire serve`);
-      const port = await freePort();
-      server = spawn(exe, ["serve", "--model", "hash:64", "--host", "127.0.0.1", "--port", String(port)], { stdio: ["ignore", "pipe", "pipe"] });
-      server.stdout!.on("data", (d: Buffer) => (serverLog += d.toString()));
-      server.stderr!.on("data", (d: Buffer) => (serverLog += d.toString()));
-      serverURL = `http://127.0.0.1:${port}`;
+      server = await Server.start(["--model", "hash:64"]);
+      serverURL = server.url;
     }
-    try {
-      await waitHealthy(serverURL, server);
-    } catch (e) {
-      throw new Error(`${(e as Error).message}\n${serverLog.slice(-3000)}`);
-    }
-    profile = mkdtempSync(join(tmpdir(), "densewire-chromium-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1280, height: 1400 },
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await launchChromium();
+    page = browser.context.pages()[0] ?? (await browser.context.newPage());
     const pageErrors: string[] = [];
     page.on("pageerror", (e) => pageErrors.push(String(e)));
     const response = await page.goto(`${serverURL}/demo`);
@@ -131,12 +69,8 @@ describe("the /demo page in headless Chromium", () => {
   });
 
   after(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
-    if (server) {
-      server.kill("SIGTERM");
-      await new Promise((r) => (server!.exitCode !== null ? r(undefined) : server!.once("exit", r)));
-    }
+    await browser?.close();
+    await server?.stop();
   });
 
   it("fetches and decodes every format of both tables without error", () => {

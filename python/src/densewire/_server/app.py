@@ -27,6 +27,7 @@ from typing import Any, AsyncIterator
 import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
@@ -317,6 +318,7 @@ async def openapi(request: Request) -> Response:
         model_id=e.model_id if e else None, dimensions=e.dimensions if e else None,
         max_inputs=st.cfg.max_client_batch_size, api_key=st.cfg.api_key is not None,
         vocab_size=_vocab_size(e.backend) if e else None, tables=st.tables.names,
+        public_tables=st.cfg.public_tables,
     )
     return _json(doc)
 
@@ -359,10 +361,40 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
         Route("/metrics", metrics, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan,
+    middleware = [_cors(cfg.cors_origins)] if cfg.cors_origins else []
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
                     exception_handlers={HTTPException: _http_exception})
     app.state.densewire = state
     return app
+
+
+# what a page on another origin may send, and what its scripts may read of the answer: without
+# Access-Control-Expose-Headers a browser hides Densewire-Shape, Densewire-Columns and ETag from fetch
+CORS_REQUEST_HEADERS = ("Authorization", "Content-Type", "Content-Encoding", "If-None-Match",
+                        "Densewire-Shape", "Densewire-Dtype", "Densewire-Byteorder")
+CORS_EXPOSED_HEADERS = ("ETag", "Content-Encoding", "Retry-After", "Densewire-Version", "Densewire-Model",
+                        "Densewire-Shape", "Densewire-Dtype", "Densewire-Byteorder", "Densewire-Prompt-Tokens",
+                        "Densewire-Total-Tokens", "Densewire-Table", "Densewire-Rows", "Densewire-Columns")
+
+
+def _cors(origins: tuple[str, ...]) -> Middleware:
+    from starlette.datastructures import Headers, MutableHeaders
+    from starlette.middleware.cors import CORSMiddleware
+    from starlette.types import Message, Send
+
+    class CORSWithTiming(CORSMiddleware):
+        """Starlette's CORS, plus ``Timing-Allow-Origin`` for the allowed origins: without it a page
+        on another origin sees 0 for the sizes and times of Resource Timing (what /demo measures)."""
+
+        async def send(self, message: Message, send: Send, request_headers: Headers) -> None:
+            origin = request_headers.get("origin")
+            if message["type"] == "http.response.start" and origin is not None and self.is_allowed_origin(origin):
+                MutableHeaders(scope=message)["Timing-Allow-Origin"] = origin
+            await super().send(message, send, request_headers)
+
+    return Middleware(CORSWithTiming, allow_origins=list(origins), allow_methods=["GET", "HEAD", "POST"],
+                      allow_headers=list(CORS_REQUEST_HEADERS), expose_headers=list(CORS_EXPOSED_HEADERS),
+                      max_age=600)
 
 
 def app_from_env() -> Starlette:

@@ -6,7 +6,7 @@ import argparse
 import logging
 import os
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .config import SETTINGS, ServerConfig, config_from_env, config_to_env, env_name, validate
 
@@ -24,6 +24,20 @@ DENSEWIRE_MAX_BATCH_TOKENS, --redis-url is DENSEWIRE_REDIS_URL, and so on. A fla
 variable. The default address is 127.0.0.1:8000; in a container use --host 0.0.0.0."""
 
 
+def _argument_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` for argparse: its ValueError's message is shown (argparse would print only
+    'invalid _size value')."""
+
+    def argument(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            msg = str(exc) or "invalid value"
+            raise argparse.ArgumentTypeError(msg if repr(text) in msg else f"{text!r}: {msg}") from None
+
+    return argument
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     for s in SETTINGS:
         flag = "--" + s.name.replace("_", "-")
@@ -35,7 +49,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag, dest=s.name, action="append", default=None, metavar=s.metavar,
                                 help=help_text)
         else:
-            parser.add_argument(flag, dest=s.name, type=s.parse, default=None, metavar=s.metavar,
+            parser.add_argument(flag, dest=s.name, type=_argument_type(s.parse), default=None, metavar=s.metavar,
                                 choices=s.choices, help=help_text)
     parser.add_argument(
         "--backend-option", dest="backend_option", action="append", default=None, metavar="KEY=VALUE",

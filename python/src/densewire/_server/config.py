@@ -44,6 +44,27 @@ def _opt_str(text: str) -> str | None:
     return text or None
 
 
+def _origins(text: str) -> tuple[str, ...]:
+    """``*`` or a comma-separated list of origins (``https://maps.example.com,http://localhost:5173``)."""
+    from urllib.parse import urlsplit
+
+    out = []
+    for raw in text.split(","):
+        origin = raw.strip()
+        if not origin:
+            continue
+        if origin != "*":
+            parts = urlsplit(origin)
+            if parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query or parts.fragment:
+                raise ValueError(f"{origin!r} is not an origin like https://maps.example.com (scheme and host, "
+                                 "optionally a port, no path) or *")
+            origin = origin.lower()
+        out.append(origin)
+    if "*" in out and len(out) > 1:
+        raise ValueError("'*' allows every origin: give it alone")
+    return tuple(out)
+
+
 def _lines(text: str) -> tuple[str, ...]:
     """A repeatable flag's values from its variable: one a line."""
     return tuple(line.strip() for line in text.splitlines() if line.strip())
@@ -72,6 +93,8 @@ class ServerConfig:
     redis_ttl: int = 7 * 24 * 3600
     redis_timeout: float = 0.25
     api_key: str | None = None
+    public_tables: bool = False
+    cors_origins: tuple[str, ...] = ()
     max_batch_tokens: int = 16384
     max_batch_wait_ms: float = 2.0
     max_client_batch_size: int = 2048
@@ -113,6 +136,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("redis_ttl", int, "seconds a vector stays in Redis (default 604800; 0 = no expiry)", "SECONDS"),
     Setting("redis_timeout", float, "socket timeout of Redis calls in seconds (default 0.25)", "SECONDS"),
     Setting("api_key", _opt_str, "require 'Authorization: Bearer KEY' on /v1/* (default: none)", "KEY"),
+    Setting("public_tables", _bool, "serve GET /v1/tables* without the API key, for browsers, which cannot "
+            "keep a key secret (default off: --api-key applies to the tables too)", flag_type="bool"),
+    Setting("cors_origins", _origins, "let web pages from these origins call the API: comma-separated, e.g. "
+            "https://maps.example.com, or * for any (default: none, same-origin only). The Densewire-* "
+            "headers and ETag are exposed to their scripts", "ORIGINS"),
     Setting("max_batch_tokens", int, "most tokens in one model call (default 16384)", "N"),
     Setting("max_batch_wait_ms", float, "how long a model call waits for more inputs when the "
             "model is idle (default 2)", "MS"),
@@ -185,6 +213,8 @@ def config_to_env(cfg: ServerConfig) -> dict[str, str]:
             out[env_name(s.name)] = "\n".join(value)
         elif isinstance(value, bool):
             out[env_name(s.name)] = "true" if value else "false"
+        elif isinstance(value, tuple):
+            out[env_name(s.name)] = ",".join(value)
         else:
             out[env_name(s.name)] = str(value)
     return out

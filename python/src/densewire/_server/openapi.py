@@ -124,7 +124,8 @@ def _table_paths(tables: list[str], security: list[Any], auth_errors: dict[str, 
 
 
 def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: int, api_key: bool,
-                  vocab_size: int | None = None, tables: list[str] | None = None) -> dict[str, Any]:
+                  vocab_size: int | None = None, tables: list[str] | None = None,
+                  public_tables: bool = False) -> dict[str, Any]:
     max_dims = dimensions or 65536
     text = {"type": "string", "minLength": 1}
     token_ids = {"type": "array", "minItems": 1,
@@ -314,7 +315,8 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
             },
         },
     }
-    doc["paths"].update(_table_paths(list(tables or []), security, auth_errors))
+    doc["paths"].update(_table_paths(list(tables or []), [] if public_tables else security,
+                                     {} if public_tables else auth_errors))
     if api_key:
         doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
         doc["security"] = [{"bearer": []}]

@@ -530,7 +530,8 @@ async def list_tables(request: Request) -> Response:
 
     st = _state(request)
     try:
-        st.check_auth(request)
+        if not st.cfg.public_tables:
+            st.check_auth(request)
         reg: TableRegistry = st.tables
         await reg.wait_all(st.cfg.table_load_timeout)
         import orjson
@@ -555,7 +556,8 @@ async def get_table(request: Request) -> Response:
     entry: TableEntry | None = None
     coding = "identity"
     try:
-        st.check_auth(request)
+        if not st.cfg.public_tables:
+            st.check_auth(request)
         entry = reg.get(name)
         if entry is None:
             served = ", ".join(reg.names) or "none"
