@@ -12,6 +12,29 @@ import { join } from "node:path";
 import { type BrowserContext, chromium } from "playwright-core";
 import { repoRoot } from "./helpers.js";
 
+/** The formats and tables the /demo page loads, in its order. */
+export const DEMO_FORMATS = ["json", "json-rows", "json-columns", "csv", "msgpack", "protobuf", "arrow"];
+export const DEMO_TABLES = ["points", "points_f32"];
+
+/** One measurement of the /demo page (`window.densewireDemo.results`), the fields the tests read. */
+export interface DemoResult {
+  table: string;
+  format: string;
+  ok: boolean;
+  error?: string;
+  rows: number;
+  contentEncoding: string;
+  transferSize: number;
+  encodedBodySize: number;
+  decodedBodySize: number;
+  downloadMs: number;
+  decodeMs: number;
+  firstPaintMs: number;
+  digest: string;
+  columnDigests: Record<string, string>;
+  drawn: number;
+}
+
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 export const CHROMIUM_ARGS = [
   "--headless",

@@ -10,22 +10,12 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { Server, freePort, launchChromium } from "./browser.js";
+import { DEMO_FORMATS, DEMO_TABLES, type DemoResult, Server, freePort, launchChromium } from "./browser.js";
 
-const FORMATS = ["json", "json-rows", "json-columns", "csv", "msgpack", "protobuf", "arrow"];
-const TABLES = ["points", "points_f32"];
+const FORMATS = DEMO_FORMATS;
+const TABLES = DEMO_TABLES;
 const ROWS = 2_000;
-
-interface Result {
-  table: string;
-  format: string;
-  ok: boolean;
-  error?: string;
-  rows: number;
-  encodedBodySize: number;
-  digest: string;
-  drawn: number;
-}
+type Result = DemoResult;
 
 type DemoWindow = {
   densewireDemo: { ready: boolean; runAll(): Promise<Result[]>; run(t: string, f: string): Promise<Result> };

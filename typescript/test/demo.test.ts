@@ -13,30 +13,13 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { Server, launchChromium, waitHealthy } from "./browser.js";
+import { DEMO_FORMATS, DEMO_TABLES, type DemoResult, Server, launchChromium, waitHealthy } from "./browser.js";
 import { repoRoot } from "./helpers.js";
 
-const FORMATS = ["json", "json-rows", "json-columns", "csv", "msgpack", "protobuf", "arrow"];
-const TABLES = ["points", "points_f32"];
+const FORMATS = DEMO_FORMATS;
+const TABLES = DEMO_TABLES;
 const DEMO_ROWS = 67_627;
-
-interface Result {
-  table: string;
-  format: string;
-  ok: boolean;
-  error?: string;
-  rows: number;
-  contentEncoding: string;
-  transferSize: number;
-  encodedBodySize: number;
-  decodedBodySize: number;
-  downloadMs: number;
-  decodeMs: number;
-  firstPaintMs: number;
-  digest: string;
-  columnDigests: Record<string, string>;
-  drawn: number;
-}
+type Result = DemoResult;
 
 describe("the /demo page in headless Chromium", () => {
   let serverURL: string;
