@@ -112,7 +112,7 @@ func scanEnvelope(body []byte) (*jsonEnvelope, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.peek() != 0 {
+	if !p.atEnd() {
 		return nil, p.syntax("data after the JSON value")
 	}
 	return env, nil

@@ -84,6 +84,7 @@ func TestDecodeJSONCases(t *testing.T) {
 		{name: "top-level array", body: `[1,2]`, err: densewire.Malformed, offset: 0},
 		{name: "trailing data", body: envelope(``, ``) + ` x`, err: densewire.Malformed, offset: 40},
 		{name: "two values", body: `{}{}`, err: densewire.Malformed, offset: 2},
+		{name: "NUL byte after the value", body: envelope(``, ``) + "\x00", err: densewire.Malformed, offset: 39}, // found by go test -fuzz
 		{name: "infinity token", body: envelope(`{"index":0,"embedding":[Infinity]}`, ``), err: densewire.Malformed, offset: 49},
 		{name: "minus infinity token", body: envelope(`{"index":0,"embedding":[-Infinity]}`, ``), err: densewire.Malformed, offset: 50},
 		{name: "leading zero", body: envelope(`{"index":0,"embedding":[01]}`, ``), err: densewire.Malformed},

@@ -50,6 +50,12 @@ func (p *jsonScanner) peek() byte {
 	return 0
 }
 
+// atEnd reports whether only white space is left (peek's 0 is also a NUL byte in the text).
+func (p *jsonScanner) atEnd() bool {
+	p.ws()
+	return p.i >= len(p.b)
+}
+
 func (p *jsonScanner) expect(c byte) *Error {
 	if p.peek() != c {
 		if p.i >= len(p.b) {

@@ -180,6 +180,14 @@ func csvFloat(f []byte) (float64, bool) {
 	return x, err == nil || isRangeErr(err)
 }
 
+// outOfFloatRange reports a decimal number (x, parsed as float64) beyond float64, or beyond
+// float32 when f32: only the words NaN, Infinity and -Infinity spell non-finite values (SPEC.md 15.3, 15.4).
+func outOfFloatRange(x float64, f32 bool) bool {
+	return math.IsInf(x, 0) || f32 && math.IsInf(float64(Float64ToFloat32(x)), 0)
+}
+
+func isInfinityWord(f []byte) bool { return string(f) == "Infinity" || string(f) == "-Infinity" }
+
 func (cb *colBuilder) grow(w int) []byte {
 	n := len(cb.data)
 	cb.data = slices.Grow(cb.data, w)[:n+w]
@@ -217,6 +225,9 @@ func (cb *colBuilder) putCSV(f []byte, row, line int) *Error {
 		if !ok {
 			return csvBad(cb, line, f, "a number")
 		}
+		if !isInfinityWord(f) && outOfFloatRange(x, cb.spec.Type == ColumnFloat32) {
+			return csvBad(cb, line, f, "a number within the "+cb.spec.Type.String()+" range")
+		}
 		if cb.spec.Type == ColumnFloat32 {
 			binary.LittleEndian.PutUint32(cb.grow(4), f32bits(Float64ToFloat32(x)))
 		} else {
@@ -244,7 +255,12 @@ func (cb *colBuilder) putCSV(f []byte, row, line int) *Error {
 			if k := bytes.IndexByte(items, ','); k >= 0 {
 				item, items = items[:k], items[k+1:]
 			}
-			x, ok := csvFloat(bytes.TrimSpace(item))
+			item = bytes.TrimSpace(item)
+			x, ok := csvFloat(item)
+			if ok && !isInfinityWord(item) && outOfFloatRange(x, true) {
+				cb.data = cb.data[:len(cb.data)-4*d]
+				return csvBad(cb, line, f, "a "+cb.spec.TypeName()+" vector within the float32 range (item "+strconv.Itoa(j)+")")
+			}
 			if !ok {
 				cb.data = cb.data[:len(cb.data)-4*d]
 				return csvBad(cb, line, f, "a "+cb.spec.TypeName()+" vector (item "+strconv.Itoa(j)+")")

@@ -117,6 +117,9 @@ func (cb *colBuilder) put(body []byte, s span, row int, p jpath) *Error {
 		if err != nil && !isRangeErr(err) {
 			return newError(Malformed, p.String(), s.start, "invalid number at offset "+strconv.Itoa(s.start))
 		}
+		if outOfFloatRange(x, cb.spec.Type == ColumnFloat32) { // JSON has no infinities (SPEC.md 15.3)
+			return wrongKind(p, s.start, "a number within the "+cb.spec.Type.String()+" range", body, s)
+		}
 		if cb.spec.Type == ColumnFloat32 {
 			binary.LittleEndian.PutUint32(cb.data[4*row:], f32bits(Float64ToFloat32(x)))
 		} else {
@@ -141,11 +144,18 @@ func (cb *colBuilder) put(body []byte, s span, row int, p jpath) *Error {
 			return wrongKind(p, s.start, "an array of numbers", body, s)
 		}
 		d := cb.spec.Dimensions
-		if e := decodeNumberRow(body, s, Float32, d, cb.data[4*d*row:4*d*(row+1)], ""); e != nil {
+		dst := cb.data[4*d*row : 4*d*(row+1)]
+		if e := decodeNumberRow(body, s, Float32, d, dst, ""); e != nil {
 			f := p.String()
 			e.Field = f + e.Field
 			e.Message = f + e.Message
 			return e
+		}
+		for j := 0; j < d; j++ { // an infinity here is a number beyond float32: JSON has no infinities
+			if binary.LittleEndian.Uint32(dst[4*j:])&0x7FFFFFFF == 0x7F800000 {
+				f := p.String() + "[" + strconv.Itoa(j) + "]"
+				return newError(InvalidField, f, s.start, f+": a number beyond the float32 range (largest finite 3.4028235e38)")
+			}
 		}
 	}
 	return nil
@@ -165,7 +175,7 @@ func validateJSON(body []byte) (int, *Error) {
 	if err != nil {
 		return 0, err
 	}
-	if p.peek() != 0 {
+	if !p.atEnd() {
 		return 0, p.syntax("data after the JSON value")
 	}
 	return count, nil

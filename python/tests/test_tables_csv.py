@@ -73,6 +73,10 @@ def test_record_lines_count_a_quoted_line_break_once() -> None:
     ("a\r\n1_000\r\n", "a=float64", "invalid_field", "line 2, a"),
     ("a\r\nnan\r\n", "a=float64", "invalid_field", "line 2, a"),
     ("a\r\ninf\r\n", "a=float32", "invalid_field", "line 2, a"),
+    ("a\r\n1e400\r\n", "a=float64", "invalid_field", "line 2, a"),  # beyond float64: only words spell infinity
+    ("a\r\nInfinity\r\n-1e39\r\n", "a=float32", "invalid_field", "line 3, a"),
+    ('a\r\n"[1,-Infinity]"\r\n"[1,1e400]"\r\n', "a=float32[2]", "invalid_field", "line 3, a"),
+    ('a\r\n"[1,4e38]"\r\n', "a=float32[2]", "invalid_field", "line 2, a"),
     ("a\r\nTrue\r\n", "a=bool", "invalid_field", "line 2, a"),
     ("a\r\n7c9e6679-7425-40de-944b-e07fc1f90ae\r\n", "a=uuid", "invalid_field", "line 2, a"),
     ('a\r\n"[1,2,3]"\r\n', "a=float32[2]", "invalid_field", "line 2, a"),

@@ -148,9 +148,18 @@ describe("tables: CSV", () => {
     assertDensewireError(() => decodeTableCSV('a,s\r\n1,"x\r\ny"\r\n2,b,c\r\n', { columns }), { category: "shape_mismatch", field: "line 3" });
     assertDensewireError(() => decodeTableCSV("a,s\r\n1,x\r\nz,y\r\n", { columns }), { category: "invalid_field", field: "line 3, a" });
   });
+  it("refuses decimals beyond float32 in float32 columns and vectors; only the words spell infinities", () => {
+    const f32 = [{ name: "x", type: "float32" as const }];
+    assertDensewireError(() => decodeTableCSV("x\r\nInfinity\r\n-1e39\r\n", { columns: f32 }), { category: "invalid_field", field: "line 3, x" });
+    const ok = decodeTableCSV("x\r\n3.4028235e38\r\n-Infinity\r\n", { columns: f32 }).columns[0]!.values as Float32Array;
+    assert.deepEqual([...ok], [3.4028234663852886e38, -Infinity]);
+    const v = [{ name: "v", type: "float32[2]" as const }];
+    assertDensewireError(() => decodeTableCSV('v\r\n"[1,4e38]"\r\n', { columns: v }), { category: "invalid_field", field: "line 2, v" });
+    assert.deepEqual([...(decodeTableCSV('v\r\n"[1,Infinity]"\r\n', { columns: v }).columns[0]!.values as Float32Array)], [1, Infinity]);
+  });
   it("is strict about numbers", () => {
     const f = [{ name: "x", type: "float64" as const }];
-    for (const bad of ["", " 1", "1 ", "0x10", "1e", "inf", "nan", "+Infinity", "1_0", "--1"]) {
+    for (const bad of ["", " 1", "1 ", "0x10", "1e", "inf", "nan", "+Infinity", "1_0", "--1", "1e400", "-1e309"]) {
       assertDensewireError(() => decodeTableCSV(`x\r\n${bad === "" ? '""' : bad}\r\n`, { columns: f }), { category: "invalid_field", field: "line 2, x" });
     }
     const ok = decodeTableCSV("x\r\n1e3\r\n-0.0\r\n.5\r\n-Infinity\r\nNaN\r\n", { columns: f }).columns[0]!.values as Float64Array;

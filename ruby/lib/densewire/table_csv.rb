@@ -72,7 +72,7 @@ module Densewire
       else
         m = /\A\[(.*)\]\z/m.match(field.to_s) or return nil
         items = m[1].split(",", -1).map { |x| float(x.strip, "float32") }
-        items.size == Table.dimensions(type) && items.none?(&:nil?) && items.all?(&:finite?) ? items : nil
+        items.size == Table.dimensions(type) && items.none?(&:nil?) ? items : nil
       end
     end
 

@@ -91,7 +91,10 @@ class Records {
   }
 }
 
-/** A CSV float (shortest decimal, `NaN`, `Infinity`, `-Infinity`), or undefined. */
+/**
+ * A CSV float (shortest decimal, `NaN`, `Infinity`, `-Infinity`), or undefined; also undefined for
+ * a decimal beyond float64 (only the words spell infinities, SPEC.md 15.4).
+ */
 export function parseCSVFloat(s: string): number | undefined {
   const n = s.length;
   if (n === 0) return undefined;
@@ -106,7 +109,15 @@ export function parseCSVFloat(s: string): number | undefined {
     const b = s.charCodeAt(1) | 32;
     if (b === 120 || b === 98 || b === 111) return undefined; // 0x, 0b, 0o
   }
-  return v;
+  return v === Infinity || v === -Infinity ? undefined : v;
+}
+
+/** A CSV float32: as parseCSVFloat, and undefined for a decimal beyond float32's range. */
+function parseCSVFloat32(s: string): number | undefined {
+  const v = parseCSVFloat(s);
+  if (v === undefined) return undefined;
+  const f = Math.fround(v);
+  return (f === Infinity || f === -Infinity) && v !== f ? undefined : v; // v is infinite only when spelled so
 }
 
 const INT = /^-?[0-9]+$/;
@@ -147,7 +158,7 @@ function parser(col: TableColumn): (s: string, r: number) => boolean {
     case "float32": {
       const a = col.values;
       return (s, r) => {
-        const v = parseCSVFloat(s);
+        const v = parseCSVFloat32(s);
         if (v === undefined) return false;
         a[r] = v;
         return true;
@@ -181,7 +192,7 @@ function parser(col: TableColumn): (s: string, r: number) => boolean {
         const items = s.slice(1, -1).split(",");
         if (items.length !== d) return false;
         for (let j = 0; j < d; j++) {
-          const v = parseCSVFloat(items[j]!);
+          const v = parseCSVFloat32(items[j]!);
           if (v === undefined) return false;
           a[r * d + j] = v;
         }

@@ -52,6 +52,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
 const OK = 0;
 const BAD = 1; // wrong kind or out of range: invalid_field
 const SHAPE = 2; // a vector of the wrong length: shape_mismatch
+const ITEM = 3; // a vector item of the wrong kind or out of range: invalid_field on the item, badItem
+let badItem = 0;
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
@@ -123,9 +125,11 @@ function setter(col: TableColumn): Setter {
         const o = r * d;
         for (let j = 0; j < d; j++) {
           const x = v[j];
-          if (typeof x !== "number") return BAD;
-          const f = Math.fround(x);
-          if (f === Infinity || f === -Infinity) return BAD;
+          const f = typeof x === "number" ? Math.fround(x) : Infinity;
+          if (f === Infinity || f === -Infinity) {
+            badItem = j;
+            return ITEM;
+          }
           a[o + j] = f;
         }
         return OK;
@@ -137,6 +141,11 @@ function setter(col: TableColumn): Setter {
 function valueError(code: number, col: TableColumn, v: unknown, field: string): DensewireError {
   if (code === SHAPE) {
     return new DensewireError("shape_mismatch", `a ${col.type} value must hold ${col.dimensions} numbers, got ${(v as unknown[]).length}`, { field });
+  }
+  if (code === ITEM) {
+    const x = (v as unknown[])[badItem];
+    const why = typeof x === "number" ? `${describe(x)} is out of the range of float32` : `a vector item must be a number, got ${describe(x)}`;
+    return new DensewireError("invalid_field", why, { field: `${field}[${badItem}]` });
   }
   let why = `not a ${col.type} value: ${describe(v)}`;
   if (col.type === "int64" && typeof v === "number" && Number.isInteger(v)) {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from itertools import chain
 from typing import Any
@@ -88,6 +89,7 @@ def _parse_column(name: str, type_: str, fields: list[str], line_of) -> Column:
         if not all(map(_FLOAT.fullmatch, fields)):
             raise bad(next(i for i, f in enumerate(fields) if not _FLOAT.fullmatch(f)), f"a {type_} number")
         values = [float(_SPECIAL.get(f, f)) for f in fields]
+        _check_float64_range(fields, values, bad)
         return column_from_values(name, type_, values, lambda i: f"{line_of(i)}, {name}")
     if type_ == "string":
         return Column(name, type_, fields)
@@ -107,8 +109,18 @@ def _parse_column(name: str, type_: str, fields: list[str], line_of) -> Column:
             items = [x.strip() for x in items] if items else None
             if not items or len(items) != d or not all(map(_FLOAT.fullmatch, items)):
                 raise bad(i, f"a {type_} vector [v1,...,v{d}]")
-            values.append([float(_SPECIAL.get(x, x)) for x in items])
-    return column_from_values(name, type_, values, lambda i: f"{line_of(i)}, {name}")
+            row = [float(_SPECIAL.get(x, x)) for x in items]
+            _check_float64_range(items, row, lambda _, why: bad(i, why))
+            values.append(row)
+    return column_from_values(name, type_, values, lambda i: f"{line_of(i)}, {name}", item_paths=False)
+
+
+def _check_float64_range(texts: list[str], values: list[float], bad: Any) -> None:
+    """A decimal that Python reads as infinity is beyond float64: only the words spell infinities."""
+    if math.inf in map(abs, values):
+        i = next((i for i, (t, v) in enumerate(zip(texts, values)) if math.isinf(v) and t not in _SPECIAL), None)
+        if i is not None:
+            raise bad(i, "within the float64 range")
 
 
 def decode_csv_table(body: Any, columns: Any = None, name: str | None = None) -> Table:

@@ -170,9 +170,10 @@ def _kind(v: Any) -> str:
             dict: "an object", type(None): "null"}.get(type(v), type(v).__name__)
 
 
-def column_from_values(name: str, type_: str, values: list, path: Callable[[int], str]) -> Column:
+def column_from_values(name: str, type_: str, values: list, path: Callable[[int], str], item_paths: bool = True) -> Column:
     """A column from decoded JSON values (or CSV-parsed Python values), checked in bulk; the first bad
-    value is ``invalid_field`` on ``path(row)``."""
+    value is ``invalid_field`` on ``path(row)``, a bad vector item on ``path(row)[item]`` when
+    ``item_paths`` (JSON; a CSV cell is the finest place CSV has)."""
     def bad(i: int, why: str) -> InvalidFieldError:
         return InvalidFieldError(f"{why}, got {_kind(values[i])} ({values[i]!r:.60})", field=path(i))
 
@@ -196,7 +197,11 @@ def column_from_values(name: str, type_: str, values: list, path: Callable[[int]
         except OverflowError:
             i = next(i for i, v in enumerate(values) if type(v) is int and abs(v) > 1 << 1024)
             raise bad(i, "a number beyond the float64 range") from None
-        return Column(name, type_, to_float32(a) if type_ == "float32" else a)
+        if type_ == "float64":
+            return Column(name, type_, a)
+        f = to_float32(a)
+        _check_float32_range(a, f, bad)
+        return Column(name, type_, f)
     if type_ == "string":
         if not kinds <= {str}:
             raise bad(next(i for i, v in enumerate(values) if type(v) is not str), "a string column needs a string")
@@ -215,9 +220,24 @@ def column_from_values(name: str, type_: str, values: list, path: Callable[[int]
     if not set(map(type, chain.from_iterable(values))) <= {int, float}:
         i = next(i for i, v in enumerate(values) if not all(type(x) in (int, float) for x in v))
         j = next(j for j, x in enumerate(values[i]) if type(x) not in (int, float))
-        raise InvalidFieldError(f"a vector item must be a number, got {_kind(values[i][j])}", field=f"{path(i)}[{j}]")
+        raise InvalidFieldError(f"a vector item must be a number, got {_kind(values[i][j])}",
+                                field=f"{path(i)}[{j}]" if item_paths else path(i))
     a = np.array(values, np.float64).reshape(len(values), d) if values else np.empty((0, d), np.float64)
-    return Column(name, type_, to_float32(a))
+    f = to_float32(a)
+    over = np.isinf(f) & np.isfinite(a)
+    if over.any():
+        i, j = (int(k) for k in np.argwhere(over)[0])
+        raise InvalidFieldError(f"{values[i][j]!r:.60} is beyond the float32 range (largest finite 3.4028235e38)",
+                                field=f"{path(i)}[{j}]" if item_paths else path(i))
+    return Column(name, type_, f)
+
+
+def _check_float32_range(a: np.ndarray, f: np.ndarray, bad: Callable[[int, str], Exception]) -> None:
+    """A finite number that rounds to infinity in float32 is out of the column's range (SPEC.md 15.3:
+    JSON has no infinities, and CSV spells them out)."""
+    over = np.isinf(f) & np.isfinite(a)
+    if over.any():
+        raise bad(int(np.flatnonzero(over)[0]), "a number beyond the float32 range (largest finite 3.4028235e38)")
 
 
 def _check_schema(items: Any, field: str) -> list[tuple[str, str]]:
