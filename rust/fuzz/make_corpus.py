@@ -4,10 +4,14 @@
     python3 rust/fuzz/make_corpus.py
 
 corpus/<target>/<case id> holds one golden input (valid and invalid) in the form that target reads;
-corpus/<target>/regression-* are inputs that once made a target fail, kept as they are.
+corpus/<target>/regression* are inputs that once made a target fail, kept as they are.
+The table targets read the bodies of tables.json (decode cases; the encode-only case is left out):
+table_json's first byte chooses the layout (0 objects, 1 rows, 2 columns), and JSON objects and
+CSV carry their Densewire-Columns value and a newline before the body.
 """
 import json
 import pathlib
+import urllib.parse
 
 HERE = pathlib.Path(__file__).resolve().parent
 GOLDEN = HERE.parents[1] / "testdata" / "golden"
@@ -19,7 +23,8 @@ def cases(name):
 
 
 def main():
-    out = {t: {} for t in ["base64", "raw", "json", "request", "negotiate", "msgpack", "protobuf", "arrow"]}
+    out = {t: {} for t in ["base64", "raw", "json", "request", "negotiate", "msgpack", "protobuf", "arrow",
+                           "table_json", "table_csv", "table_msgpack", "table_protobuf", "table_arrow"]}
     for c in cases("tensors") + cases("invalid") + cases("interop"):
         fmt = c["format"]
         body = bytes.fromhex(c["encoded_hex"]) if "encoded_hex" in c else bytes.fromhex(c.get("input_hex", ""))
@@ -50,11 +55,30 @@ def main():
                "text/html", "application/x-msgpack;q=0.3, */*;q=0.1", ""]
     for i, a in enumerate(accepts):
         out["negotiate"][f"accept{i}"] = a.encode()
+    layouts = ["json", "json-rows", "json-columns"]
+    for c in cases("tables"):
+        if c.get("direction") == "encode":
+            continue
+        fmt = c["format"]
+        text = c.get("encoded_text", c.get("input_text"))
+        body = text.encode() if text is not None else bytes.fromhex(c.get("encoded_hex", c.get("input_hex", "")))
+        if "headers" in c:
+            columns = c["headers"]["Densewire-Columns"]
+        else:
+            columns = ",".join(urllib.parse.quote(col["name"], safe="-._~") + "=" + col["type"]
+                               for col in c.get("columns", []))
+        if fmt in layouts:
+            prefix = bytes([layouts.index(fmt)]) + (columns.encode() + b"\n" if fmt == "json" else b"")
+            out["table_json"][c["id"]] = prefix + body
+        elif fmt == "csv":
+            out["table_csv"][c["id"]] = columns.encode() + b"\n" + body
+        else:
+            out["table_" + fmt][c["id"]] = body
     for target, files in out.items():
         d = HERE / "corpus" / target
         d.mkdir(parents=True, exist_ok=True)
-        for old in d.iterdir():  # inputs that once crashed a target (regression-*) are kept
-            if not old.name.startswith("regression-"):
+        for old in d.iterdir():  # inputs that once made a target fail (regression*) are kept
+            if not old.name.startswith("regression"):
                 old.unlink()
         for name, data in files.items():
             (d / name).write_bytes(data)

@@ -1,10 +1,12 @@
 //! Fuzz bodies, shared by the cargo-fuzz targets in `fuzz/` and by the corpus test that runs them
 //! as ordinary tests. Each takes arbitrary bytes, must never panic, and checks that whatever
-//! decodes re-encodes to something that decodes to the same tensor.
+//! decodes re-encodes to something that decodes to the same tensor (or table: the `table_*`
+//! bodies).
 
 use crate::{
-    ByteOrder, DType, Embeddings, EmbeddingsRequest, EncodingFormat, Format, JsonOptions, Tensor, decode_base64,
-    decode_json, decode_raw, encode_json, tensor_from_base64, tensor_to_base64,
+    ByteOrder, Column, ColumnData, ColumnType, DType, Embeddings, EmbeddingsRequest, EncodingFormat, Error, ErrorKind,
+    Format, JsonOptions, Table, TableFormat, Tensor, decode_base64, decode_json, decode_raw, encode_json,
+    tensor_from_base64, tensor_to_base64,
 };
 use bytes::Bytes;
 
@@ -140,8 +142,282 @@ pub fn tolerate_arrow_panics() {
     }));
 }
 
+// ------------------------------------------------------------------ tables (SPEC.md section 15)
+//
+// Every table body mirrors Go's FuzzDecodeTable* (go/table_fuzz_test.go): a decoder error must be a
+// decoding category with an offset inside the body; a decoded table must be valid (as Go's
+// Table.Validate) and re-encode, in its own format, to a body that decodes to the same table (floats
+// compared by their bits). Beyond Go, every decoded table also goes through every other encoder of
+// this crate (`table_round_trips`): MessagePack and Protobuf keep every bit, JSON refuses
+// non-finite floats (`non_finite`, only when the table holds one), CSV spells every NaN `NaN` (its
+// payload and sign are not carried: the one place SPEC.md section 15.1 lets bits differ).
+
+/// A table decoder's error (Go's checkDecodeError): a decoding category, an offset inside the
+/// body, a message.
+fn check_table_error(e: &Error, len: usize) {
+    assert!(
+        matches!(
+            e.kind(),
+            ErrorKind::LengthMismatch
+                | ErrorKind::ShapeMismatch
+                | ErrorKind::UnknownDtype
+                | ErrorKind::Truncated
+                | ErrorKind::Malformed
+                | ErrorKind::InvalidField
+        ),
+        "a table decoder failed with category {:?}: {e}",
+        e.kind()
+    );
+    if let Some(o) = e.offset() {
+        assert!(o <= len as u64, "offset {o} is outside the body of {len} bytes: {e}");
+    }
+    assert!(!e.message().is_empty(), "an error without a message: {e:?}");
+}
+
+/// A decoded table is valid (Go's `Table.Validate`): column names non-empty and unique, every type
+/// one of section 15.1 (its name parses back, so a vector has `d >= 1`), every column `rows` values
+/// of its type, bools 0 or 1.
+pub fn check_table(t: &Table) {
+    let mut names = std::collections::HashSet::new();
+    for c in &t.columns {
+        assert!(!c.name.is_empty(), "a column without a name");
+        assert!(names.insert(c.name.as_str()), "column {:?} appears twice", c.name);
+        assert_eq!(ColumnType::from_name(&c.ty.name()).ok(), Some(c.ty), "column {:?}: type {}", c.name, c.ty);
+        if let Err(e) = Column::new(c.name.clone(), c.ty, c.data.clone(), t.rows) {
+            panic!("column {:?} is not {} values of {}: {e}", c.name, t.rows, c.ty);
+        }
+    }
+}
+
+fn has_non_finite(t: &Table) -> bool {
+    t.columns.iter().any(|c| match &c.data {
+        ColumnData::Float32(v) | ColumnData::Float32Vector(v) => v.as_slice().iter().any(|x| !x.is_finite()),
+        ColumnData::Float64(v) => v.as_slice().iter().any(|x| !x.is_finite()),
+        _ => false,
+    })
+}
+
+/// `got == want`, floats by their bits; with `any_nan`, a NaN matches any NaN (CSV's `NaN`).
+fn same_table(what: &str, got: &Table, want: &Table, any_nan: bool) {
+    if !any_nan || got == want {
+        assert_eq!(got, want, "{what}: the table changed");
+        return;
+    }
+    assert_eq!((&got.name, got.rows, got.specs()), (&want.name, want.rows, want.specs()), "{what}");
+    for (g, w) in got.columns.iter().zip(&want.columns) {
+        // Widening float32 to float64 is exact, so distinct non-NaN values stay distinct.
+        let floats = |d: &ColumnData| -> Option<Vec<f64>> {
+            match d {
+                ColumnData::Float32(v) | ColumnData::Float32Vector(v) => {
+                    Some(v.as_slice().iter().map(|&x| x as f64).collect())
+                }
+                ColumnData::Float64(v) => Some(v.as_slice().to_vec()),
+                _ => None,
+            }
+        };
+        let same = match (floats(&g.data), floats(&w.data)) {
+            (Some(a), Some(b)) => {
+                a.len() == b.len()
+                    && a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits() || x.is_nan() && y.is_nan())
+            }
+            _ => g.data == w.data,
+        };
+        assert!(same, "{what}: column {:?} changed:\n{:?}\nwas\n{:?}", w.name, g.data, w.data);
+    }
+}
+
+/// Whether the text encodings of `t` stay small. A table without columns may claim any number
+/// of rows in a few bytes (`"rows":1e18` in JSON columns, a varint in Protobuf): valid, but JSON
+/// objects, JSON rows and CSV spend bytes on every row.
+fn text_is_small(t: &Table) -> bool {
+    let per_row: usize = t.columns.iter().map(|c| c.name.len() + 8).sum::<usize>() + 4;
+    t.rows.saturating_mul(per_row) <= 1 << 24
+}
+
+/// `t` (decoded from `from`) survives every encoder of this crate: see the comment above.
+fn table_round_trips(t: &Table, from: TableFormat) {
+    check_table(t);
+    let specs = t.specs();
+    let header = crate::columns_header(&specs);
+    assert_eq!(crate::parse_columns_header(&header).as_ref(), Ok(&specs), "Densewire-Columns {header:?}");
+    #[cfg(feature = "msgpack")]
+    {
+        let back = crate::decode_table_msgpack(crate::encode_table_msgpack(t).into())
+            .unwrap_or_else(|e| panic!("{from:?} -> MessagePack: our encoding fails to decode: {e}"));
+        same_table(&format!("{from:?} -> MessagePack"), &back, t, false);
+    }
+    #[cfg(feature = "protobuf")]
+    for split in [false, true] {
+        let back = crate::decode_table_protobuf(crate::encode_table_protobuf(t, split).into())
+            .unwrap_or_else(|e| panic!("{from:?} -> Protobuf (split {split}): our encoding fails to decode: {e}"));
+        same_table(&format!("{from:?} -> Protobuf (split {split})"), &back, t, false);
+    }
+    if !text_is_small(t) {
+        assert!(t.columns.is_empty(), "{} rows of {} columns", t.rows, t.columns.len());
+        return;
+    }
+    for layout in [TableFormat::Json, TableFormat::JsonRows, TableFormat::JsonColumns] {
+        let what = format!("{from:?} -> {layout:?}");
+        match crate::encode_table_json(t, layout) {
+            Ok(text) => {
+                let back = match layout {
+                    TableFormat::Json => crate::decode_table_json_objects(text.as_bytes(), &t.name, &specs),
+                    TableFormat::JsonRows => crate::decode_table_json_rows(text.as_bytes()),
+                    _ => crate::decode_table_json_columns(text.as_bytes()),
+                };
+                let back = back.unwrap_or_else(|e| panic!("{what}: our encoding fails to decode: {e}\n{text}"));
+                same_table(&what, &back, t, false);
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::NonFinite, "{what}: {e}");
+                assert!(has_non_finite(t), "{what}: non_finite without a NaN or an infinity: {e}");
+            }
+        }
+    }
+    let text = crate::encode_table_csv(t).unwrap_or_else(|e| panic!("{from:?} -> CSV: {e}"));
+    let back = crate::decode_table_csv(text.as_bytes(), &t.name, &specs)
+        .unwrap_or_else(|e| panic!("{from:?} -> CSV: our encoding fails to decode: {e}\n{text:?}"));
+    same_table(&format!("{from:?} -> CSV"), &back, t, true);
+}
+
+/// Splits `data` at its first newline: the `Densewire-Columns` value (UTF-8, or `None`) and the
+/// body, so that the fuzzer mutates the schema of the typeless formats too.
+fn schema_and_body(data: &[u8]) -> Option<(&str, &[u8])> {
+    let nl = data.iter().position(|&b| b == b'\n')?;
+    Some((std::str::from_utf8(&data[..nl]).ok()?, &data[nl + 1..]))
+}
+
+/// The three JSON layouts, chosen by the first byte (`% 3`: objects, rows, columns). For objects
+/// the rest is `Densewire-Columns` value, newline, body; for rows and columns the rest is the
+/// body. Text that is not JSON must fail as `malformed` (or `truncated` when it ends early).
+pub fn table_json(data: &[u8]) {
+    let Some((&selector, rest)) = data.split_first() else { return };
+    let format = [TableFormat::Json, TableFormat::JsonRows, TableFormat::JsonColumns][selector as usize % 3];
+    let (columns, body) = match format {
+        TableFormat::Json => match schema_and_body(rest) {
+            Some(split) => split,
+            None => return,
+        },
+        _ => ("", rest),
+    };
+    let headers = [(crate::HEADER_TABLE, "t"), (crate::HEADER_COLUMNS, columns)];
+    let decoded = Table::decode(format, &headers, Bytes::copy_from_slice(body));
+    let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok();
+    match decoded {
+        Ok(t) => {
+            assert!(is_json, "{format:?}: accepted text that is not JSON");
+            // JSON has no infinities and a number beyond a float column's range is refused
+            // (SPEC.md section 15.3): a decoded table always re-encodes.
+            assert!(!has_non_finite(&t), "{format:?}: a NaN or an infinity from JSON");
+            let text = crate::encode_table_json(&t, format)
+                .unwrap_or_else(|e| panic!("{format:?}: a decoded table fails to encode: {e}"));
+            let back = Table::decode(format, &headers, Bytes::from(text.clone()))
+                .unwrap_or_else(|e| panic!("{format:?}: our encoding fails to decode: {e}\n{text}"));
+            same_table(&format!("{format:?} re-encoded"), &back, &t, false);
+            table_round_trips(&t, format);
+        }
+        Err(e) => {
+            check_table_error(&e, body.len());
+            let schema_ok = format != TableFormat::Json || crate::parse_columns_header(columns).is_ok();
+            if schema_ok && !is_json {
+                assert!(
+                    matches!(e.kind(), ErrorKind::Malformed | ErrorKind::Truncated),
+                    "{format:?}: invalid JSON: {e}"
+                );
+            }
+        }
+    }
+}
+
+/// CSV: `Densewire-Columns` value, newline, body.
+pub fn table_csv(data: &[u8]) {
+    let Some((columns, body)) = schema_and_body(data) else { return };
+    let headers = [(crate::HEADER_TABLE, "t"), (crate::HEADER_COLUMNS, columns)];
+    match Table::decode(TableFormat::Csv, &headers, Bytes::copy_from_slice(body)) {
+        Ok(t) => {
+            let text =
+                crate::encode_table_csv(&t).unwrap_or_else(|e| panic!("CSV: a decoded table fails to encode: {e}"));
+            let back = Table::decode(TableFormat::Csv, &headers, Bytes::from(text.clone()))
+                .unwrap_or_else(|e| panic!("CSV: our encoding fails to decode: {e}\n{text:?}"));
+            // The decoder reads every NaN as the canonical one: even CSV's own round trip is exact.
+            same_table("CSV re-encoded", &back, &t, false);
+            table_round_trips(&t, TableFormat::Csv);
+        }
+        Err(e) => check_table_error(&e, body.len()),
+    }
+}
+
+/// Columnar MessagePack.
+pub fn table_msgpack(data: &[u8]) {
+    #[cfg(feature = "msgpack")]
+    match crate::decode_table_msgpack(Bytes::copy_from_slice(data)) {
+        Ok(t) => {
+            let back = crate::decode_table_msgpack(crate::encode_table_msgpack(&t).into())
+                .unwrap_or_else(|e| panic!("MessagePack: our encoding fails to decode: {e}"));
+            same_table("MessagePack re-encoded", &back, &t, false);
+            table_round_trips(&t, TableFormat::Msgpack);
+        }
+        Err(e) => check_table_error(&e, data.len()),
+    }
+    #[cfg(not(feature = "msgpack"))]
+    let _ = data;
+}
+
+/// Columnar Protobuf, also compared with prost's decoding of the same `Table` message (as Go's
+/// fuzzer compares with `proto.Unmarshal`): a body prost rejects must fail as `malformed` or
+/// `truncated`, and a body we accept must be one prost reads with the same name, rows and columns.
+pub fn table_protobuf(data: &[u8]) {
+    #[cfg(feature = "protobuf")]
+    {
+        use prost::Message;
+        let official = crate::pb::Table::decode(data);
+        match crate::decode_table_protobuf(Bytes::copy_from_slice(data)) {
+            Ok(t) => {
+                let msg = official.unwrap_or_else(|e| panic!("accepted a body prost rejects: {e}"));
+                assert_eq!((&msg.name, msg.rows, msg.columns.len()), (&t.name, t.rows as u64, t.columns.len()));
+                for (m, c) in msg.columns.iter().zip(&t.columns) {
+                    assert_eq!((&m.name, m.r#type), (&c.name, c.ty.proto_value()), "prost reads another column");
+                }
+                for split in [false, true] {
+                    let back = crate::decode_table_protobuf(crate::encode_table_protobuf(&t, split).into())
+                        .unwrap_or_else(|e| panic!("Protobuf (split {split}): our encoding fails to decode: {e}"));
+                    same_table("Protobuf re-encoded", &back, &t, false);
+                }
+                table_round_trips(&t, TableFormat::Protobuf);
+            }
+            Err(e) => {
+                check_table_error(&e, data.len());
+                if let Err(pe) = official {
+                    assert!(
+                        matches!(e.kind(), ErrorKind::Malformed | ErrorKind::Truncated),
+                        "prost rejects the body ({pe}) but our error is {:?}: {e}",
+                        e.kind()
+                    );
+                }
+            }
+        }
+    }
+    #[cfg(not(feature = "protobuf"))]
+    let _ = data;
+}
+
+/// Arrow IPC stream tables. This crate has no table Arrow encoder: a decoded table must be valid
+/// (every column `rows` values of its type, names unique) and survive every other encoder.
+pub fn table_arrow(data: &[u8]) {
+    #[cfg(feature = "arrow")]
+    match crate::decode_table_arrow(Bytes::copy_from_slice(data)) {
+        Ok(t) => table_round_trips(&t, TableFormat::Arrow),
+        Err(e) => check_table_error(&e, data.len()),
+    }
+    #[cfg(not(feature = "arrow"))]
+    let _ = data;
+}
+
+/// A fuzz target: its name (as in `fuzz/Cargo.toml`) and its body.
+pub type Target = (&'static str, fn(&[u8]));
+
 /// Every target by name, for the corpus runner.
-pub const TARGETS: [(&str, fn(&[u8])); 8] = [
+pub const TARGETS: [Target; 13] = [
     ("base64", base64),
     ("raw", raw),
     ("json", json),
@@ -150,6 +426,11 @@ pub const TARGETS: [(&str, fn(&[u8])); 8] = [
     ("msgpack", msgpack),
     ("protobuf", protobuf),
     ("arrow", arrow),
+    ("table_json", table_json),
+    ("table_csv", table_csv),
+    ("table_msgpack", table_msgpack),
+    ("table_protobuf", table_protobuf),
+    ("table_arrow", table_arrow),
 ];
 
 #[allow(dead_code)]

@@ -217,6 +217,11 @@ impl Reader<'_> {
             }
             let b = self.buf[*pos];
             *pos += 1;
+            if i == 9 && b > 1 && b & 0x80 == 0 {
+                // The 10th byte holds bit 63 only: more overflows 64 bits, which Protobuf parsers
+                // (prost, Go's protowire) refuse rather than drop.
+                return Err(err(ErrorKind::Malformed, "a varint overflows 64 bits").at(start));
+            }
             v |= ((b & 0x7F) as u64) << (7 * i);
             if b & 0x80 == 0 {
                 return Ok(v);
@@ -393,6 +398,30 @@ pub(crate) mod tests {
         assert_eq!(decode_protobuf_response(b.clone().into()).unwrap(), e);
         let via_prost = pb::EmbeddingsResponse::decode(&b[..]).unwrap();
         assert_eq!(via_prost.embeddings.unwrap().shape, vec![2, 1]);
+    }
+
+    /// Found by the table_protobuf fuzz target (corpus regression-varint-overflow): a 10-byte
+    /// varint whose last byte carries more than bit 63 was accepted with the excess dropped; prost
+    /// and Go's protowire refuse it, so it is malformed at the varint.
+    #[test]
+    fn a_varint_beyond_64_bits_is_malformed() {
+        let max = [0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]; // rows = 2^64 - 1
+        let r = Reader { buf: &max, end: max.len() };
+        let mut pos = 1;
+        assert_eq!((r.varint(&mut pos).unwrap(), pos), (u64::MAX, max.len()));
+        let mut over = max;
+        over[10] = 0x02;
+        assert!(crate::pb::Table::decode(&over[..]).is_err(), "prost refuses it");
+        let mut pos = 1;
+        let e = Reader { buf: &over, end: over.len() }.varint(&mut pos).unwrap_err();
+        assert_eq!((e.kind(), e.offset()), (ErrorKind::Malformed, Some(1)));
+        assert!(e.to_string().contains("overflows 64 bits"), "{e}");
+        let e = crate::decode_table_protobuf(Bytes::copy_from_slice(&over)).unwrap_err();
+        assert_eq!((e.kind(), e.offset()), (ErrorKind::Malformed, Some(1)));
+        // In a tensor's packed shape too, at the entry.
+        let packed = [0x08, 1, 0x12, 11, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f];
+        let e = decode_protobuf_tensor(Bytes::copy_from_slice(&packed)).unwrap_err();
+        assert_eq!((e.kind(), e.offset()), (ErrorKind::Malformed, Some(5)));
     }
 
     /// Field 11 as a group (wire types 3/4) holding a varint and a nested group 12.

@@ -617,13 +617,14 @@ pub fn parse_columns_header(value: &str) -> Result<Vec<ColumnSpec>> {
         return Ok(Vec::new());
     }
     let mut out: Vec<ColumnSpec> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for (i, entry) in value.split(',').enumerate() {
         let (name, ty) = entry.split_once('=').ok_or_else(|| bad(format!("entry {i} ({entry:?}) has no '='")))?;
         let name = percent_decode(name).ok_or_else(|| bad(format!("entry {i}: bad percent escape in {name:?}")))?;
         if name.is_empty() {
             return Err(bad(format!("entry {i} has an empty name")));
         }
-        if out.iter().any(|c| c.name == name) {
+        if !seen.insert(name.clone()) {
             return Err(bad(format!("column {name:?} appears twice")));
         }
         let ty = ColumnType::from_name(ty).map_err(|e| e.field(HEADER_COLUMNS))?;

@@ -72,7 +72,16 @@ pub fn decode_table_arrow(body: Bytes) -> Result<Table> {
     let name = schema.metadata().get("densewire.table").cloned().unwrap_or_default();
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     let mut columns = Vec::with_capacity(schema.fields().len());
+    let mut names = std::collections::HashSet::new();
     for (i, f) in schema.fields().iter().enumerate() {
+        // Column names are non-empty and unique (SPEC.md section 15); Arrow allows either.
+        if f.name().is_empty() || !names.insert(f.name().as_str()) {
+            return Err(err(
+                ErrorKind::InvalidField,
+                format!("the column name {:?} is empty or appears twice", f.name()),
+            )
+            .field(format!("columns[{i}].name")));
+        }
         let ty = field_type(f)?;
         let nulls = || err(ErrorKind::InvalidField, "the column holds nulls").field(f.name().clone());
         for b in &batches {
@@ -117,4 +126,37 @@ pub fn decode_table_arrow(body: Bytes) -> Result<Table> {
         columns.push(Column { name: f.name().clone(), ty, data });
     }
     Ok(Table { name, rows, columns })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, Int32Array, RecordBatch};
+    use arrow_schema::Schema;
+    use std::sync::Arc;
+
+    fn stream(names: &[&str]) -> Bytes {
+        let fields: Vec<Field> = names.iter().map(|n| Field::new(*n, DataType::Int32, false)).collect();
+        let schema = Arc::new(Schema::new(fields));
+        let columns: Vec<ArrayRef> = names.iter().map(|_| Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef).collect();
+        let mut out = Vec::new();
+        let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut out, &schema).unwrap();
+        w.write(&RecordBatch::try_new(schema.clone(), columns).unwrap()).unwrap();
+        w.finish().unwrap();
+        drop(w);
+        Bytes::from(out)
+    }
+
+    /// Found by the table_arrow fuzz target (corpus regression-duplicate-column): Arrow allows two
+    /// fields of one name (and an empty name); a table does not, and such a stream decoded to a
+    /// table no other format could carry.
+    #[test]
+    fn empty_or_duplicate_column_names_are_invalid() {
+        let t = decode_table_arrow(stream(&["x", "y"])).unwrap();
+        assert_eq!((t.rows, t.specs().len()), (2, 2));
+        for (names, field) in [(&["x", "y", "x"][..], "columns[2].name"), (&["x", ""], "columns[1].name")] {
+            let e = decode_table_arrow(stream(names)).unwrap_err();
+            assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some(field)), "{names:?}");
+        }
+    }
 }

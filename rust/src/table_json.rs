@@ -49,6 +49,13 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// A number that rounds beyond the largest finite float32: out of the type's range, since JSON has
+/// no infinities (SPEC.md section 15.3). A float64 column needs no such check: serde_json refuses
+/// numbers beyond binary64 itself (`malformed`, as the spec allows).
+fn beyond_float32(v: &Value, path: String) -> Error {
+    invalid(path, format!("{v} is beyond the float32 range (largest finite 3.4028235e38)"))
+}
+
 /// Appends one JSON value of column type `ty` to `b`; errors name `path()`.
 pub(crate) fn push_json(b: &mut Builder, ty: ColumnType, v: &Value, path: &dyn Fn() -> String) -> Result<()> {
     match b {
@@ -74,7 +81,13 @@ pub(crate) fn push_json(b: &mut Builder, ty: ColumnType, v: &Value, path: &dyn F
                 out.extend_from_slice(&x.to_le_bytes());
             }
             ColumnType::Float64 => out.extend_from_slice(&number(v, path)?.to_le_bytes()),
-            ColumnType::Float32 => out.extend_from_slice(&(number(v, path)? as f32).to_le_bytes()),
+            ColumnType::Float32 => {
+                let x = number(v, path)? as f32;
+                if x.is_infinite() {
+                    return Err(beyond_float32(v, path()));
+                }
+                out.extend_from_slice(&x.to_le_bytes());
+            }
             ColumnType::Uuid => {
                 let u = v
                     .as_str()
@@ -91,7 +104,11 @@ pub(crate) fn push_json(b: &mut Builder, ty: ColumnType, v: &Value, path: &dyn F
                 }
                 for (j, x) in a.iter().enumerate() {
                     let item = || format!("{}[{j}]", path());
-                    out.extend_from_slice(&(number(x, &item)? as f32).to_le_bytes());
+                    let f = number(x, &item)? as f32;
+                    if f.is_infinite() {
+                        return Err(beyond_float32(x, item()));
+                    }
+                    out.extend_from_slice(&f.to_le_bytes());
                 }
             }
             ColumnType::String => unreachable!(),
@@ -153,13 +170,14 @@ fn column_specs(o: &Map<String, Value>) -> Result<(Vec<ColumnSpec>, &Vec<Value>)
         .and_then(Value::as_array)
         .ok_or_else(|| invalid("columns", "columns is missing or not an array"))?;
     let mut specs: Vec<ColumnSpec> = Vec::with_capacity(cols.len());
+    let mut seen = std::collections::HashSet::new(); // not a scan of `specs`: quadratic in the columns
     for (i, c) in cols.iter().enumerate() {
         let name = c
             .get("name")
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
             .ok_or_else(|| invalid(format!("columns[{i}].name"), "the name is missing, empty or not a string"))?;
-        if specs.iter().any(|s| s.name == name) {
+        if !seen.insert(name) {
             return Err(invalid(format!("columns[{i}].name"), format!("column {name:?} appears twice")));
         }
         let ty = c
@@ -402,4 +420,29 @@ pub fn encode_table_json(table: &Table, layout: TableFormat) -> Result<String> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SPEC.md section 15.3: JSON has no infinities, so a number that rounds beyond float32 is out
+    /// of a float32 column's range (a vector item's error names the item); float64 numbers beyond
+    /// binary64 are refused by the JSON parser itself.
+    #[test]
+    fn numbers_beyond_the_float32_range_are_invalid() {
+        let rows =
+            |v: &str, ty: &str| format!(r#"{{"name":"t","columns":[{{"name":"a","type":"{ty}"}}],"rows":[[{v}]]}}"#);
+        let t = decode_table_json_rows(rows("3.4028235e38", "float32").as_bytes()).unwrap();
+        assert_eq!(t.columns[0].data, ColumnData::Float32(crate::Values::from_slice(&[f32::MAX])));
+        for (v, ty, field) in [("-1e39", "float32", "rows[0][0]"), ("[1,4e38]", "float32[2]", "rows[0][0][1]")] {
+            let e = decode_table_json_rows(rows(v, ty).as_bytes()).unwrap_err();
+            assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some(field)), "{v}");
+        }
+        let e = decode_table_json_rows(rows("1e309", "float64").as_bytes()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Malformed);
+        let specs = [ColumnSpec::new("x", ColumnType::Float32)];
+        let e = decode_table_json_objects(br#"[{"x":1},{"x":1e39}]"#, "t", &specs).unwrap_err();
+        assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some("[1].x")));
+    }
 }

@@ -147,13 +147,14 @@ pub fn decode_table_msgpack(body: Bytes) -> Result<Table> {
         .ok_or_else(|| invalid("rows".into(), "rows is missing or not a non-negative integer"))?;
     let raw = columns.flatten().ok_or_else(|| invalid("columns".into(), "columns is missing or not an array"))?;
     let mut out: Vec<Column> = Vec::with_capacity(raw.len());
+    let mut seen = std::collections::HashSet::new(); // not a scan of `out`: quadratic in the columns
     for (i, col) in raw.into_iter().enumerate() {
         let col = col.ok_or_else(|| invalid(format!("columns[{i}]"), "a column is not a map"))?;
         let cname = col
             .name
             .filter(|n| !n.is_empty() && !col.name_bad)
             .ok_or_else(|| invalid(format!("columns[{i}].name"), "the name is missing, empty or not a string"))?;
-        if out.iter().any(|c| c.name == cname) {
+        if !seen.insert(cname.clone()) {
             return Err(invalid(format!("columns[{i}].name"), "the name appears twice"));
         }
         let ty = col

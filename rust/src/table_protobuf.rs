@@ -86,7 +86,7 @@ pub mod pb_table {
 
 #[derive(Default)]
 struct RawColumn {
-    name: Option<(usize, usize)>,
+    name: String,
     ty: u64,
     dimensions: u64,
     encoding: u64,
@@ -110,13 +110,15 @@ fn packed_varints(r: &Reader<'_>, s: usize, e: usize, tag_at: usize, out: &mut V
     Ok(())
 }
 
-fn read_column(r: &Reader<'_>, mut pos: usize) -> Result<RawColumn> {
+/// Reads column `i`'s message. Its name is checked as UTF-8 at each occurrence, as Protobuf parsers
+/// do (the last occurrence wins, but an invalid earlier one makes the message invalid).
+fn read_column(r: &Reader<'_>, mut pos: usize, i: usize) -> Result<RawColumn> {
     let mut c = RawColumn::default();
     while pos < r.end {
         let tag_at = pos;
         let (field, wt) = r.key(&mut pos)?;
         match (field, wt) {
-            (1, 2) => c.name = Some(r.len_delimited(&mut pos, tag_at)?),
+            (1, 2) => c.name = utf8(r.buf, r.len_delimited(&mut pos, tag_at)?, format!("columns[{i}].name"))?,
             (2, 0) => c.ty = r.varint(&mut pos)?,
             (3, 0) => c.dimensions = r.varint(&mut pos)?,
             (4, 0) => c.encoding = r.varint(&mut pos)?,
@@ -173,36 +175,30 @@ fn column_type(v: u64, dimensions: u64, i: usize) -> Result<ColumnType> {
 pub fn decode_table_protobuf(body: Bytes) -> Result<Table> {
     let r = Reader { buf: &body, end: body.len() };
     let mut pos = 0;
-    let mut name = None;
+    let mut name = String::new();
     let mut rows = 0u64;
     let mut raw: Vec<RawColumn> = Vec::new();
     while pos < r.end {
         let tag_at = pos;
         let (field, wt) = r.key(&mut pos)?;
         match (field, wt) {
-            (1, 2) => name = Some(r.len_delimited(&mut pos, tag_at)?),
+            (1, 2) => name = utf8(&body, r.len_delimited(&mut pos, tag_at)?, "name".into())?,
             (2, 0) => rows = r.varint(&mut pos)?,
             (3, 2) => {
                 let (s, e) = r.len_delimited(&mut pos, tag_at)?;
-                raw.push(read_column(&Reader { buf: &body, end: e }, s)?);
+                raw.push(read_column(&Reader { buf: &body, end: e }, s, raw.len())?);
             }
             (1..=3, _) => return Err(wrong_wire_type(field, wt, tag_at)),
             _ => r.skip(&mut pos, field, wt, tag_at)?,
         }
     }
-    let name = match name {
-        Some(span) => utf8(&body, span, "name".into())?,
-        None => String::new(),
-    };
     let rows = usize::try_from(rows).map_err(|_| invalid("rows".into(), "rows is too large"))?;
     let mut columns: Vec<Column> = Vec::with_capacity(raw.len());
+    let mut seen = std::collections::HashSet::new(); // not a scan of `columns`: quadratic in the columns
     for (i, c) in raw.into_iter().enumerate() {
         let f = |k: &str| format!("columns[{i}].{k}");
-        let cname = match c.name {
-            Some(span) => utf8(&body, span, f("name"))?,
-            None => String::new(),
-        };
-        if cname.is_empty() || columns.iter().any(|x| x.name == cname) {
+        let cname = c.name;
+        if cname.is_empty() || !seen.insert(cname.clone()) {
             return Err(invalid(f("name"), "the column name is empty or appears twice"));
         }
         let ty = column_type(c.ty, c.dimensions, i)?;
@@ -348,5 +344,43 @@ mod tests {
         let e = decode_table_protobuf([&plain[..], &[0x0b, 0x0c]].concat().into()).unwrap_err();
         assert_eq!((e.kind(), e.offset()), (ErrorKind::Malformed, Some(plain.len() as u64)));
         assert!(e.to_string().contains("wrong wire type 3"), "{e}");
+    }
+
+    /// Found by the table_protobuf fuzz target (corpus regression-utf8-name-after-bad-column): a
+    /// column name that is not UTF-8 makes the body one a Protobuf parser rejects, so it is
+    /// `malformed` even when an earlier column is wrong too (it was that column's
+    /// `length_mismatch`).
+    #[test]
+    fn invalid_utf8_in_a_later_column_name_is_malformed() {
+        // {columns: [{name: "a", type: INT32, data: 1 byte}, {name: "\xff", type: INT32}]}
+        let body =
+            [0x1a, 0x08, 0x0a, 0x01, b'a', 0x10, 0x02, 0x2a, 0x01, 0x00, 0x1a, 0x05, 0x0a, 0x01, 0xff, 0x10, 0x02];
+        assert!(<pb_table::Table as Message>::decode(&body[..]).is_err(), "prost rejects it");
+        let e = decode_table_protobuf(Bytes::copy_from_slice(&body)).unwrap_err();
+        assert_eq!((e.kind(), e.field_name(), e.offset()), (ErrorKind::Malformed, Some("columns[1].name"), Some(14)));
+        // With a valid second name, the first column's error stands.
+        let mut ok = body;
+        ok[14] = b'b';
+        let e = decode_table_protobuf(Bytes::copy_from_slice(&ok)).unwrap_err();
+        assert_eq!((e.kind(), e.field_name()), (ErrorKind::LengthMismatch, Some("columns[0].data")));
+    }
+
+    /// Found by the table_protobuf fuzz target (corpus regression-invalid-name-then-valid): a string
+    /// field sent twice keeps the last value, but Protobuf parsers check every occurrence; an
+    /// invalid first name was accepted.
+    #[test]
+    fn every_occurrence_of_a_name_must_be_utf8() {
+        // name "\xc7l", name "t", rows 0; then the same inside a column.
+        let body = [0x0a, 0x02, 0xc7, b'l', 0x0a, 0x01, b't'];
+        assert!(<pb_table::Table as Message>::decode(&body[..]).is_err(), "prost rejects it");
+        let e = decode_table_protobuf(Bytes::copy_from_slice(&body)).unwrap_err();
+        assert_eq!((e.kind(), e.field_name(), e.offset()), (ErrorKind::Malformed, Some("name"), Some(2)));
+        let column = [0x1a, 0x09, 0x0a, 0x02, 0xc7, b'l', 0x0a, 0x01, b'c', 0x10, 0x02];
+        assert!(<pb_table::Table as Message>::decode(&column[..]).is_err(), "prost rejects it");
+        let e = decode_table_protobuf(Bytes::copy_from_slice(&column)).unwrap_err();
+        assert_eq!((e.kind(), e.field_name(), e.offset()), (ErrorKind::Malformed, Some("columns[0].name"), Some(4)));
+        // Valid both times: the last one wins.
+        let body = [0x0a, 0x01, b's', 0x0a, 0x01, b't'];
+        assert_eq!(decode_table_protobuf(Bytes::copy_from_slice(&body)).unwrap().name, "t");
     }
 }
