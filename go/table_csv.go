@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -271,10 +272,10 @@ func (cb *colBuilder) putCSV(f []byte, row, line int) *Error {
 	return nil
 }
 
-// appendCSVField writes f, quoted when it contains , " CR or LF, is empty, or starts or ends
-// with a space.
+// appendCSVField writes f, quoted when it contains , " CR or LF, is empty, starts or ends with a
+// space, or starts with U+FEFF (else read back as a byte order mark).
 func appendCSVField(dst []byte, f string) []byte {
-	if f != "" && f[0] != ' ' && f[len(f)-1] != ' ' && !containsAny(f) {
+	if f != "" && f[0] != ' ' && f[len(f)-1] != ' ' && !containsAny(f) && !strings.HasPrefix(f, "\uFEFF") {
 		return append(dst, f...)
 	}
 	dst = append(dst, '"')

@@ -123,7 +123,7 @@ def json_columns(name: str, columns: list[dict], n: int) -> str:
 
 
 def csv_field(s: str) -> str:
-    if s == "" or any(ch in s for ch in ',"\r\n') or s[0] == " " or s[-1] == " ":
+    if s == "" or any(ch in s for ch in ',"\r\n') or s[0] in " \ufeff" or s[-1] == " ":
         return '"' + s.replace('"', '""') + '"'
     return s
 

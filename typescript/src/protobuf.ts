@@ -23,7 +23,8 @@ import { Reader } from "./pbwire.js";
 /** The two top-level messages of tensor.proto. */
 export type ProtobufMessage = "Tensor" | "EmbeddingsResponse";
 
-const utf8 = /*@__PURE__*/ new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM: a string that starts with U+FEFF keeps it (the default would drop it as a byte order mark)
+const utf8 = /*@__PURE__*/ new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 interface TensorFields {
   dtype: number;

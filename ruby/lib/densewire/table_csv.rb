@@ -116,7 +116,7 @@ module Densewire
 
     def quote(text)
       text = text.to_s
-      return text unless text.empty? || text.match?(/[,"\r\n]/) || text.start_with?(" ") || text.end_with?(" ")
+      return text unless text.empty? || text.match?(/[,"\r\n]/) || text.start_with?(" ", "\uFEFF") || text.end_with?(" ")
 
       %("#{text.gsub('"', '""')}")
     end

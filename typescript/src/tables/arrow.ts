@@ -28,7 +28,8 @@ import {
 type ArrowModule = typeof import("apache-arrow");
 type ArrowData = InstanceType<ArrowModule["Data"]>;
 
-const utf8 = /*@__PURE__*/ new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM: a string that starts with U+FEFF keeps it (the default would drop it as a byte order mark)
+const utf8 = /*@__PURE__*/ new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** The densewire type an Arrow type carries, or undefined. */
 function typeOfArrow(A: ArrowModule, t: unknown, extension: string | undefined): ColumnType | undefined {

@@ -252,7 +252,7 @@ export function decodeTableCSV(input: string | Uint8Array | ArrayBuffer, options
 
 // ------------------------------------------------------------------------------ encoding
 
-const NEEDS_QUOTES = /[",\r\n]|^ | $|^$/;
+const NEEDS_QUOTES = /[",\r\n]|^[ \uFEFF]| $|^$/;
 
 /** A CSV field, quoted when it contains `,`, `"`, CR or LF, is empty, or starts or ends with a space. */
 export function csvField(s: string): string {

@@ -30,7 +30,8 @@ import {
   vectorDimensions,
 } from "./model.js";
 
-const utf8 = /*@__PURE__*/ new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM: a string that starts with U+FEFF keeps it (the default would drop it as a byte order mark)
+const utf8 = /*@__PURE__*/ new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** The type names in `ColumnType` enum order (1..7; 8 is `float32[dimensions]`). */
 const TYPE_NAMES = ["", "bool", "int32", "int64", "float32", "float64", "string", "uuid"] as const;

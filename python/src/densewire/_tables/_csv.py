@@ -25,7 +25,7 @@ from ._model import Column, Table, schema_of, vector_dims
 __all__ = ["encode_csv_table", "decode_csv_table", "csv_field", "CSV_MEDIA_TYPE"]
 
 CSV_MEDIA_TYPE = "text/csv; charset=utf-8; header=present"
-_NEEDS_QUOTES = re.compile(r'[,"\r\n]|^ | $')
+_NEEDS_QUOTES = re.compile(r'[,"\r\n]|^[ \ufeff]| $')
 _INT = re.compile(r"-?[0-9]+")
 _FLOAT = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|NaN|-?Infinity")
 _SPECIAL = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
@@ -33,7 +33,7 @@ _SPECIAL = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
 
 def csv_field(s: str) -> str:
     """A field as RFC 4180 writes it: quoted when it contains ``,`` ``"`` CR or LF, is empty, or starts
-    or ends with a space; every ``"`` inside doubled."""
+    or ends with a space, or starts with U+FEFF (else read as a byte order mark); every ``"`` inside doubled."""
     if s == "" or _NEEDS_QUOTES.search(s):
         return '"' + s.replace('"', '""') + '"'
     return s
