@@ -177,6 +177,9 @@ def column_from_values(name: str, type_: str, values: list, path: Callable[[int]
     def bad(i: int, why: str) -> InvalidFieldError:
         return InvalidFieldError(f"{why}, got {_kind(values[i])} ({values[i]!r:.60})", field=path(i))
 
+    def item(i: int, j: int) -> str:
+        return f"{path(i)}[{j}]" if item_paths else path(i)
+
     kinds = set(map(type, values))
     if type_ == "bool":
         if not kinds <= {bool}:
@@ -200,7 +203,9 @@ def column_from_values(name: str, type_: str, values: list, path: Callable[[int]
         if type_ == "float64":
             return Column(name, type_, a)
         f = to_float32(a)
-        _check_float32_range(a, f, bad)
+        over = np.isinf(f) & np.isfinite(a)  # JSON has no infinities, CSV spells them: SPEC.md 15.3
+        if over.any():
+            raise bad(int(np.flatnonzero(over)[0]), "a number beyond the float32 range (largest finite 3.4028235e38)")
         return Column(name, type_, f)
     if type_ == "string":
         if not kinds <= {str}:
@@ -220,24 +225,16 @@ def column_from_values(name: str, type_: str, values: list, path: Callable[[int]
     if not set(map(type, chain.from_iterable(values))) <= {int, float}:
         i = next(i for i, v in enumerate(values) if not all(type(x) in (int, float) for x in v))
         j = next(j for j, x in enumerate(values[i]) if type(x) not in (int, float))
-        raise InvalidFieldError(f"a vector item must be a number, got {_kind(values[i][j])}",
-                                field=f"{path(i)}[{j}]" if item_paths else path(i))
+        raise InvalidFieldError(f"a vector item must be a number, got {_kind(values[i][j])}", field=item(i, j))
     a = np.array(values, np.float64).reshape(len(values), d) if values else np.empty((0, d), np.float64)
     f = to_float32(a)
     over = np.isinf(f) & np.isfinite(a)
     if over.any():
         i, j = (int(k) for k in np.argwhere(over)[0])
         raise InvalidFieldError(f"{values[i][j]!r:.60} is beyond the float32 range (largest finite 3.4028235e38)",
-                                field=f"{path(i)}[{j}]" if item_paths else path(i))
+                                field=item(i, j))
     return Column(name, type_, f)
 
-
-def _check_float32_range(a: np.ndarray, f: np.ndarray, bad: Callable[[int, str], Exception]) -> None:
-    """A finite number that rounds to infinity in float32 is out of the column's range (SPEC.md 15.3:
-    JSON has no infinities, and CSV spells them out)."""
-    over = np.isinf(f) & np.isfinite(a)
-    if over.any():
-        raise bad(int(np.flatnonzero(over)[0]), "a number beyond the float32 range (largest finite 3.4028235e38)")
 
 
 def _check_schema(items: Any, field: str) -> list[tuple[str, str]]:
