@@ -145,3 +145,13 @@ func withField(err *Error, field string) *Error {
 	}
 	return err
 }
+
+// asError returns a decoder's result as (value, error): a nil *Error must not become a non-nil
+// error interface.
+func asError[T any](v T, e *Error) (T, error) {
+	if e != nil {
+		var zero T
+		return zero, e
+	}
+	return v, nil
+}

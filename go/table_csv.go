@@ -81,11 +81,7 @@ func (s *csvScanner) field() (f []byte, end bool, err *Error) {
 // as its type (or is not UTF-8): InvalidField on "line L, COLUMN"; an unterminated quoted field:
 // Truncated at len(body).
 func DecodeTableCSV(body []byte, name string, columns []ColumnSpec) (*Table, error) {
-	t, err := decodeTableCSV(body, name, columns)
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+	return asError(decodeTableCSV(body, name, columns))
 }
 
 func decodeTableCSV(body []byte, name string, columns []ColumnSpec) (*Table, *Error) {

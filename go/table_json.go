@@ -187,11 +187,7 @@ func validateJSON(body []byte) (int, *Error) {
 // a body that is not an array: Malformed; a row that is not an object, a missing, unknown or
 // repeated key, or a value of the wrong kind or out of range: InvalidField on [ROW] or [ROW].KEY.
 func DecodeTableJSON(body []byte, name string, columns []ColumnSpec) (*Table, error) {
-	t, err := decodeTableJSONObjects(body, name, columns)
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+	return asError(decodeTableJSONObjects(body, name, columns))
 }
 
 func decodeTableJSONObjects(body []byte, name string, columns []ColumnSpec) (*Table, *Error) {
@@ -370,11 +366,7 @@ func jsonTableName(body []byte, s span) (string, *Error) {
 // columns[COL].type; a row of the wrong length: ShapeMismatch on rows[ROW]; a bad value:
 // InvalidField on rows[ROW][COL].
 func DecodeTableJSONRows(body []byte) (*Table, error) {
-	t, err := decodeTableJSONRows(body)
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+	return asError(decodeTableJSONRows(body))
 }
 
 func decodeTableJSONRows(body []byte) (*Table, *Error) {
@@ -441,11 +433,7 @@ func decodeTableJSONRows(body []byte) (*Table, *Error) {
 // the wrong length: ShapeMismatch on columns[COL].values[ROW]; a bad value: InvalidField on
 // columns[COL].values[ROW].
 func DecodeTableJSONColumns(body []byte) (*Table, error) {
-	t, err := decodeTableJSONColumns(body)
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+	return asError(decodeTableJSONColumns(body))
 }
 
 func decodeTableJSONColumns(body []byte) (*Table, *Error) {

@@ -19,11 +19,7 @@ import (
 // min(actual, expected)); a string array of the wrong length: ShapeMismatch on columns[COL].data;
 // a bool byte other than 0 or 1: InvalidField on columns[COL].data[ROW].
 func DecodeTableMsgpack(body []byte) (*Table, error) {
-	t, err := decodeTableMsgpack(body)
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+	return asError(decodeTableMsgpack(body))
 }
 
 type mpColumn struct {

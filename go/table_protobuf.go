@@ -46,11 +46,7 @@ const (
 // sum is not len(data) LengthMismatch on .data; invalid UTF-8 Malformed on .data; a bool byte
 // other than 0 or 1 InvalidField on .data[ROW].
 func DecodeTableProtobuf(body []byte) (*Table, error) {
-	t, err := decodeTableProtobuf(body)
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+	return asError(decodeTableProtobuf(body))
 }
 
 type pbColumn struct {

@@ -6,46 +6,17 @@ use densewire::{
     ByteOrder, DType, Embeddings, EncodingFormat, Error, Format, JsonOptions, Tensor, Usage, decode_json, decode_raw,
     encode_json, f32_to_bf16, f32_to_f16, f64_to_f32, raw_headers, tensor_from_base64, tensor_to_base64,
 };
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Trial};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-fn golden_dir() -> PathBuf {
-    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    loop {
-        let candidate = dir.join("testdata").join("golden");
-        if candidate.join("tensors.json").exists() {
-            return candidate;
-        }
-        assert!(dir.pop(), "testdata/golden not found above {}", env!("CARGO_MANIFEST_DIR"));
-    }
-}
-
-fn load(name: &str) -> Vec<Value> {
-    let path = golden_dir().join(format!("{name}.json"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let v: Value = serde_json::from_str(&text).expect("golden JSON parses");
-    v["cases"].as_array().expect("cases").clone()
-}
-
-type R = Result<(), Failed>;
-
-fn s<'a>(c: &'a Value, k: &str) -> &'a str {
-    c[k].as_str().unwrap_or_else(|| panic!("case field {k} is not a string"))
-}
+mod common;
+use common::{R, check_error, fail, hex, load, s, to_hex};
 
 fn shape(c: &Value) -> (usize, usize) {
     let a = c["shape"].as_array().expect("shape");
     (a[0].as_u64().unwrap() as usize, a[1].as_u64().unwrap() as usize)
-}
-
-fn hex(h: &str) -> Vec<u8> {
-    (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect()
-}
-
-fn to_hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The items (hex, natural big-endian notation) as little-endian tensor bytes.
@@ -103,10 +74,6 @@ fn check_meta(got: &Embeddings, want: &Embeddings) -> R {
         return Err(format!("usage {:?} != {:?}", got.usage, want.usage).into());
     }
     Ok(())
-}
-
-fn fail(what: &str, e: Error) -> Failed {
-    format!("{what} failed: {e} ({:?}, offset {:?}, field {:?})", e.kind(), e.offset(), e.field_name()).into()
 }
 
 fn byteorder(c: &Value) -> ByteOrder {
@@ -308,25 +275,7 @@ fn encode_invalid(c: &Value) -> Result<(), Error> {
 }
 
 fn run_invalid_case(c: &Value) -> R {
-    let result = if s(c, "direction") == "encode" { encode_invalid(c) } else { decode_invalid(c) };
-    let e = match result {
-        Ok(()) => return Err(format!("accepted; expected {}", s(c, "error")).into()),
-        Err(e) => e,
-    };
-    if e.kind().code() != s(c, "error") {
-        return Err(fail(&format!("expected {}, got {}", s(c, "error"), e.kind()), e));
-    }
-    if let Some(o) = c.get("offset").and_then(Value::as_u64) {
-        if e.offset() != Some(o) {
-            return Err(fail(&format!("expected offset {o}"), e));
-        }
-    }
-    if let Some(f) = c.get("field").and_then(Value::as_str) {
-        if e.field_name() != Some(f) {
-            return Err(fail(&format!("expected field {f}"), e));
-        }
-    }
-    Ok(())
+    check_error(c, if s(c, "direction") == "encode" { encode_invalid(c) } else { decode_invalid(c) })
 }
 
 // ------------------------------------------------------------------ interop

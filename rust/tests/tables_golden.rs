@@ -2,44 +2,18 @@
 //! testdata/golden/tables.json, named by the case id. Floats are compared by their bits. Valid
 //! cases decode to their columns; MessagePack and Protobuf cases re-encode byte-exact; every case
 //! of a format this crate encodes also round-trips through our encoder. Invalid cases fail with
-//! their category, field and offset. Nothing is skipped: a case of a format whose cargo feature is
-//! off fails (`Table::decode` answers `unsupported_media_type`).
+//! their category, field and offset. Nothing is skipped: the test needs the msgpack, protobuf and arrow
+//! features (Cargo.toml `required-features`).
 
 use densewire::{
-    Bytes, Column, ColumnData, ColumnSpec, ColumnType, Error, Table, TableFormat, Values, columns_header,
-    encode_table_csv, encode_table_json,
+    Bytes, Column, ColumnData, ColumnSpec, ColumnType, Table, TableFormat, Values, columns_header, encode_table_csv,
+    encode_table_json,
 };
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Trial};
 use serde_json::Value;
-use std::path::PathBuf;
 
-type R = Result<(), Failed>;
-
-fn cases() -> Vec<Value> {
-    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    while !dir.join("testdata/golden/tables.json").exists() {
-        assert!(dir.pop(), "testdata/golden/tables.json not found above {}", env!("CARGO_MANIFEST_DIR"));
-    }
-    let text = std::fs::read_to_string(dir.join("testdata/golden/tables.json")).unwrap();
-    let v: Value = serde_json::from_str(&text).expect("tables.json parses");
-    v["cases"].as_array().expect("cases").clone()
-}
-
-fn s<'a>(c: &'a Value, k: &str) -> &'a str {
-    c[k].as_str().unwrap_or_else(|| panic!("case field {k} is not a string"))
-}
-
-fn hex(h: &str) -> Vec<u8> {
-    (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect()
-}
-
-fn to_hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn fail(what: &str, e: Error) -> Failed {
-    format!("{what} failed: {e} ({:?}, offset {:?}, field {:?})", e.kind(), e.offset(), e.field_name()).into()
-}
+mod common;
+use common::{R, check_error, fail, hex, load, s, to_hex};
 
 fn format_of(c: &Value) -> TableFormat {
     TableFormat::from_name(s(c, "format")).unwrap_or_else(|| panic!("unknown table format {}", s(c, "format")))
@@ -190,8 +164,8 @@ fn run_valid(c: &Value) -> R {
             Some(encode_table_json(&want, format).map_err(|e| fail("encode", e))?.into_bytes())
         }
         TableFormat::Csv => Some(encode_table_csv(&want).map_err(|e| fail("encode", e))?.into_bytes()),
-        TableFormat::Msgpack => Some(encode_msgpack(&want)?),
-        TableFormat::Protobuf => Some(encode_protobuf(&want, split)?),
+        TableFormat::Msgpack => Some(densewire::encode_table_msgpack(&want)),
+        TableFormat::Protobuf => Some(densewire::encode_table_protobuf(&want, split)),
         TableFormat::Arrow => None, // decode-only (SPEC.md section 15.7); no table Arrow encoder here
     };
     if c["byte_exact"].as_bool().unwrap_or(false) {
@@ -207,24 +181,6 @@ fn run_valid(c: &Value) -> R {
     Ok(())
 }
 
-#[cfg(feature = "msgpack")]
-fn encode_msgpack(t: &Table) -> Result<Vec<u8>, Failed> {
-    Ok(densewire::encode_table_msgpack(t))
-}
-#[cfg(not(feature = "msgpack"))]
-fn encode_msgpack(_: &Table) -> Result<Vec<u8>, Failed> {
-    Err("the msgpack feature is off".into())
-}
-
-#[cfg(feature = "protobuf")]
-fn encode_protobuf(t: &Table, split: bool) -> Result<Vec<u8>, Failed> {
-    Ok(densewire::encode_table_protobuf(t, split))
-}
-#[cfg(not(feature = "protobuf"))]
-fn encode_protobuf(_: &Table, _: bool) -> Result<Vec<u8>, Failed> {
-    Err("the protobuf feature is off".into())
-}
-
 fn run_invalid(c: &Value) -> R {
     let result = if s(c, "direction") == "encode" {
         // The only encode case: a JSON objects encoding of a non-finite float.
@@ -238,24 +194,7 @@ fn run_invalid(c: &Value) -> R {
         }
         Table::decode(format_of(c), &hdrs, body(c)).map(drop)
     };
-    let e = match result {
-        Ok(()) => return Err(format!("accepted; expected {}", s(c, "error")).into()),
-        Err(e) => e,
-    };
-    if e.kind().code() != s(c, "error") {
-        return Err(fail(&format!("expected {}, got {}", s(c, "error"), e.kind()), e));
-    }
-    if let Some(o) = c.get("offset").and_then(Value::as_u64) {
-        if e.offset() != Some(o) {
-            return Err(fail(&format!("expected offset {o}"), e));
-        }
-    }
-    if let Some(f) = c.get("field").and_then(Value::as_str) {
-        if e.field_name() != Some(f) {
-            return Err(fail(&format!("expected field {f}"), e));
-        }
-    }
-    Ok(())
+    check_error(c, result)
 }
 
 /// Every prefix of every golden body (and a few byte flips), in every format: decoding returns an
@@ -297,7 +236,7 @@ fn prefixes(cases: &[Value]) -> R {
 
 fn main() {
     let args = Arguments::from_args();
-    let cases = cases();
+    let cases = load("tables");
     let all = cases.clone();
     assert!(cases.len() >= 81, "tables.json has {} cases, expected at least 81", cases.len());
     let trials = cases
