@@ -66,6 +66,22 @@ func swapItems(b []byte, w int) []byte {
 
 // checkDecodeError: every decoder failure is a *densewire.Error of a spec category, with an offset
 // inside the input (or -1).
+// checkJSONDecode checks a JSON decoder's verdict against encoding/json's: text that is not JSON
+// must fail as Malformed, and what decodes must be JSON. It reports whether the body decoded.
+func checkJSONDecode(t *testing.T, body []byte, err error) bool {
+	t.Helper()
+	if err != nil {
+		if e := checkDecodeError(t, err, len(body)); !json.Valid(body) && e.Category != densewire.Malformed {
+			t.Fatalf("invalid JSON reported as %v", err)
+		}
+		return false
+	}
+	if !json.Valid(body) {
+		t.Fatal("accepted invalid JSON")
+	}
+	return true
+}
+
 func checkDecodeError(t *testing.T, err error, size int) *densewire.Error {
 	t.Helper()
 	e, ok := err.(*densewire.Error)
@@ -250,15 +266,8 @@ func FuzzDecodeJSON(f *testing.F) {
 	addBodies(f, "json")
 	f.Fuzz(func(t *testing.T, body []byte) {
 		tensor, meta, err := densewire.DecodeJSON(body)
-		if err != nil {
-			e := checkDecodeError(t, err, len(body))
-			if !json.Valid(body) && e.Category != densewire.Malformed {
-				t.Fatalf("invalid JSON reported as %v", err)
-			}
+		if !checkJSONDecode(t, body, err) {
 			return
-		}
-		if !json.Valid(body) {
-			t.Fatalf("accepted invalid JSON")
 		}
 		enc, err := densewire.EncodeJSON(tensor, meta, densewire.JSONOptions{EncodingFormat: densewire.EncodingBase64})
 		if err != nil {

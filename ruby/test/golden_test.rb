@@ -121,10 +121,7 @@ class GoldenTest < Minitest::Test
           end
         end
       end
-      assert_equal c["error"], error.category, error.message
-      assert_equal c["offset"], error.offset, error.message if c.key?("offset")
-      assert_equal c["field"], error.field, error.message if c.key?("field")
-      assert_kind_of Densewire::Error.for_category(c["error"]), error
+      assert_golden_error(c, error)
     end
   end
 end

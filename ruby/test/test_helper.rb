@@ -54,3 +54,15 @@ module GoldenFiles
     false
   end
 end
+
+# The assertions of an invalid golden case: the error's category, class, and offset and field where
+# the case gives them.
+module GoldenAssertions
+  def assert_golden_error(c, error)
+    assert_equal c["error"], error.category, error.message
+    assert_equal c["offset"], error.offset, error.message if c.key?("offset")
+    assert_equal c["field"], error.field, error.message if c.key?("field")
+    assert_kind_of Densewire::Error.for_category(c["error"]), error
+  end
+end
+Minitest::Test.include(GoldenAssertions)

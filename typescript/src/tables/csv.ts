@@ -13,6 +13,7 @@ import {
   type TableColumn,
   type TableDecodeOptions,
   allocColumn,
+  bodyText,
   checkRowsHeader,
   nameOf,
   parseUuidInto,
@@ -20,8 +21,6 @@ import {
   uuidToString,
 } from "./model.js";
 import { float32ToShortest, float64ToShortest } from "./json.js";
-
-const utf8 = /*@__PURE__*/ new TextDecoder("utf-8", { fatal: true });
 
 /** A record reader over RFC 4180 text. */
 class Records {
@@ -210,16 +209,7 @@ function parser(col: TableColumn): (s: string, r: number) => boolean {
  */
 export function decodeTableCSV(input: string | Uint8Array | ArrayBuffer, options: TableDecodeOptions = {}): Table {
   const specs = schemaOf(options, "CSV");
-  let text: string;
-  if (typeof input === "string") {
-    text = input;
-  } else {
-    try {
-      text = utf8.decode(input);
-    } catch (e) {
-      throw new DensewireError("malformed", "the CSV body is not valid UTF-8", {}, { cause: e });
-    }
-  }
+  const text = bodyText(input, "CSV");
   const records = new Records(text);
   const header = records.next() ?? [];
   const k = specs.length;

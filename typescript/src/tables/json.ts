@@ -16,6 +16,7 @@ import {
   type TableColumn,
   type TableDecodeOptions,
   allocColumn,
+  bodyText,
   checkRowsHeader,
   nameOf,
   parseColumnType,
@@ -24,20 +25,10 @@ import {
   uuidToString,
 } from "./model.js";
 
-const utf8 = /*@__PURE__*/ new TextDecoder("utf-8", { fatal: true });
 
 /** JSON text from a string or UTF-8 bytes; `malformed` for invalid UTF-8 or JSON. */
 function parse(input: string | Uint8Array | ArrayBuffer): unknown {
-  let text: string;
-  if (typeof input === "string") {
-    text = input;
-  } else {
-    try {
-      text = utf8.decode(input);
-    } catch (e) {
-      throw new DensewireError("malformed", "the JSON body is not valid UTF-8", {}, { cause: e });
-    }
-  }
+  const text = bodyText(input, "JSON");
   try {
     return JSON.parse(text);
   } catch (e) {

@@ -225,6 +225,18 @@ export interface TableDecodeOptions {
   headers?: HeadersInput;
 }
 
+const utf8 = /*@__PURE__*/ new TextDecoder("utf-8", { fatal: true });
+
+/** The text of a CSV or JSON body given as a string or UTF-8 bytes; `malformed` for invalid UTF-8. */
+export function bodyText(input: string | Uint8Array | ArrayBuffer, format: string): string {
+  if (typeof input === "string") return input;
+  try {
+    return utf8.decode(input);
+  } catch (e) {
+    throw new DensewireError("malformed", `the ${format} body is not valid UTF-8`, {}, { cause: e });
+  }
+}
+
 /** The schema for a format without types: from `options.columns`, else the `Densewire-Columns` header. */
 export function schemaOf(options: TableDecodeOptions, format: string): ColumnSpec[] {
   const given = options.columns ?? (options.headers !== undefined ? getHeader(options.headers, "Densewire-Columns") : undefined);

@@ -120,8 +120,9 @@ class ServerState:
         await self.tables.stop()
         self.cpu_pool.shutdown(wait=False, cancel_futures=True)
 
-    def check_auth(self, request: Request) -> None:
-        if self._api_key is None:
+    def check_auth(self, request: Request, public: bool = False) -> None:
+        """Refuse a request without the API key (when one is set), unless the route is ``public``."""
+        if self._api_key is None or public:
             return
         auth = request.headers.get("authorization")
         if not auth:

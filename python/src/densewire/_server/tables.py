@@ -530,8 +530,7 @@ async def list_tables(request: Request) -> Response:
 
     st = _state(request)
     try:
-        if not st.cfg.public_tables:
-            st.check_auth(request)
+        st.check_auth(request, public=st.cfg.public_tables)
         reg: TableRegistry = st.tables
         await reg.wait_all(st.cfg.table_load_timeout)
         import orjson
@@ -556,8 +555,7 @@ async def get_table(request: Request) -> Response:
     entry: TableEntry | None = None
     coding = "identity"
     try:
-        if not st.cfg.public_tables:
-            st.check_auth(request)
+        st.check_auth(request, public=st.cfg.public_tables)
         entry = reg.get(name)
         if entry is None:
             served = ", ".join(reg.names) or "none"
