@@ -12,6 +12,13 @@ suite() {
   if "$@"; then passed+=("$name"); status=ok; else failed+=("$name"); status=FAILED; fi
   echo "=== $name: $status in $((SECONDS - start)) s"
 }
+# Go, Node.js, Rust, the JDK and Ruby first: a missing one stops the run in its first seconds, one line
+# per tool (scripts/toolchains.sh installs what Debian and the Go module proxy can give, as root).
+suite toolchains bash scripts/toolchains.sh || true
+if [ ${#failed[@]} -ne 0 ]; then echo "toolchains missing (above); nothing was run"; exit 1; fi
+gocache="${XDG_CACHE_HOME:-$HOME/.cache}/densewire/go/bin"
+[ -x "$gocache/go" ] && export PATH="$gocache:$PATH"
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 suite setup-python bash scripts/setup-python.sh || true
 if [ ${#failed[@]} -ne 0 ]; then echo "Python setup failed; nothing else can run"; exit 1; fi
 suite golden-vectors .venv/bin/python testdata/generate.py --check
