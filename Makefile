@@ -10,7 +10,7 @@ test:  ## set up and run every test of every language (what CI runs)
 setup:  ## the Python environment in .venv (idempotent)
 	bash scripts/setup-python.sh
 
-golden: setup  ## regenerate testdata/golden/ from testdata/cases/
+golden: setup  ## regenerate testdata/golden/ and README.md's capabilities table from testdata/cases/ and capabilities.toml
 	.venv/bin/python testdata/generate.py
 
 golden-check: setup

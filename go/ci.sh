@@ -24,6 +24,8 @@ trap 'rm -f "$log"' EXIT
 # -v for the per-test lines counted below; the package summary lines (ok/FAIL) are shown as usual
 go test -count=1 -v ./... > "$log" 2>&1 || { grep -E '^(\s*--- FAIL|FAIL|panic|ok )' "$log" || true; tail -n 50 "$log"; exit 1; }
 grep -E '^(ok |FAIL|\?)' "$log"
+# the golden cases of features Go does not claim, and claimed features no case exercises (capabilities_test.go)
+grep -E '(capabilities of go|not claimed by go|claimed by go but)' "$log" | sed -E 's/^\s*[a-z_]+\.go:[0-9]+: //' || true
 passed=$(grep -cE '^\s*--- PASS' "$log" || true)
 failed=$(grep -cE '^\s*--- FAIL' "$log" || true)
 skipped=$(grep -cE '^\s*--- SKIP' "$log" || true)

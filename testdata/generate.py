@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate densewire's golden vectors from the hand-written cases in testdata/cases/.
 
-    python testdata/generate.py           # (re)write testdata/golden/*.json
+    python testdata/generate.py           # (re)write testdata/golden/*.json and README.md's capabilities table
     python testdata/generate.py --check   # exit 1 if the committed files differ from a fresh run
 
 This script is the naive reference for SPEC.md: it encodes with the standard library only (struct,
@@ -9,6 +9,11 @@ base64, hand-rolled MessagePack and Protobuf writers, exact rounding with fracti
 Arrow IPC streams, which come from pyarrow (pinned in python/requirements-dev.txt, because Arrow
 bytes are not byte-exact across writers: SPEC.md section 10). It also checks the hand-written
 conversion expectations against its own exact rounding, so a wrong expectation fails here.
+
+It also turns testdata/capabilities.toml (which language implements which part of the spec) into
+testdata/golden/capabilities.json, which every golden runner reads, and into the table of README.md;
+and it reads the spec version from SPEC.md's header, failing when any place the matrix lists
+(package manifests, READMEs, constants) states another.
 """
 
 from __future__ import annotations
@@ -26,9 +31,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+ROOT = HERE.parent
 CASES = HERE / "cases"
 GOLDEN = HERE / "golden"
-SPEC_VERSION = "1.1"
+README = ROOT / "README.md"
+
+import capabilities  # noqa: E402 (found through the sys.path entry above)
+
+SPEC_VERSION = capabilities.spec_version((ROOT / "SPEC.md").read_text())
 
 # name -> (tag used in case ids, bytes per item, Protobuf enum value); binary packs 8 items a byte
 DTYPES = {
@@ -470,8 +480,22 @@ def generate() -> dict[str, str]:
     table_valid, table_by_id = table_cases(tables_spec)
     files["tables.json"] = table_valid + invalid_table_cases(tables_spec, table_by_id)
     header = {"spec_version": SPEC_VERSION, "generated_by": "testdata/generate.py from testdata/cases/*.toml; do not edit"}
-    return {name: json.dumps({**header, "cases": cases}, indent=1, ensure_ascii=False) + "\n"
-            for name, cases in files.items()}
+    out = {name: json.dumps({**header, "cases": cases}, indent=1, ensure_ascii=False) + "\n"
+           for name, cases in files.items()}
+    caps = capabilities.golden_json(capabilities.load(HERE / "capabilities.toml"), SPEC_VERSION, files)
+    out["capabilities.json"] = json.dumps(caps, indent=1, ensure_ascii=False) + "\n"
+    return out
+
+
+def readme_text(outputs: dict[str, str]) -> str:
+    """README.md with its capabilities table rendered from capabilities.json."""
+    table = capabilities.readme_table(json.loads(outputs["capabilities.json"]))
+    return capabilities.with_readme_table(README.read_text(), table)
+
+
+def diff(current: str, fresh: str, name: str) -> list[str]:
+    return list(difflib.unified_diff(current.splitlines(True), fresh.splitlines(True), f"committed/{name}",
+                                     f"generated/{name}"))[:40]
 
 
 def main() -> int:
@@ -479,25 +503,41 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="fail if the committed golden files are stale")
     args = parser.parse_args()
     outputs = generate()
+    readme = readme_text(outputs)
+    versions = capabilities.version_mismatches(ROOT, capabilities.load(HERE / "capabilities.toml"), SPEC_VERSION)
+    for problem in versions:
+        print(problem)
+    if versions:
+        print(f"spec version: {len(versions)} place(s) disagree with SPEC.md's version {SPEC_VERSION}; "
+              "fix them (the places are listed in testdata/capabilities.toml [[version]])")
     if args.check:
         stale = []
         for name, text in outputs.items():
             path = GOLDEN / name
             current = path.read_text() if path.exists() else ""
             if current != text:
-                stale.append(name)
-                sys.stdout.writelines(list(difflib.unified_diff(
-                    current.splitlines(True), text.splitlines(True), f"committed/{name}", f"generated/{name}"))[:40])
+                stale.append(f"testdata/golden/{name}")
+                sys.stdout.writelines(diff(current, text, name))
+        if README.read_text() != readme:
+            stale.append("README.md (capabilities table)")
+            sys.stdout.writelines(diff(README.read_text(), readme, "README.md"))
         if stale:
-            print(f"golden files out of date: {', '.join(stale)}; run python testdata/generate.py and commit")
+            print(f"out of date: {', '.join(stale)}; run python testdata/generate.py and commit")
             return 1
-        print(f"golden files up to date ({sum(len(json.loads(t)['cases']) for t in outputs.values())} cases)")
+        if versions:
+            return 1
+        cases = sum(len(json.loads(outputs[name])["cases"]) for name in outputs if name != "capabilities.json")
+        print(f"golden files and the capabilities table up to date ({cases} cases); spec version {SPEC_VERSION} "
+              "everywhere")
         return 0
     GOLDEN.mkdir(exist_ok=True)
     for name, text in outputs.items():
         (GOLDEN / name).write_text(text)
-        print(f"wrote testdata/golden/{name}: {len(json.loads(text)['cases'])} cases")
-    return 0
+        print(f"wrote testdata/golden/{name}: {len(json.loads(text)['cases'])} " + (
+            "files of cases" if name == "capabilities.json" else "cases"))
+    README.write_text(readme)
+    print("wrote the capabilities table of README.md")
+    return 1 if versions else 0
 
 
 if __name__ == "__main__":

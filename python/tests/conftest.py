@@ -24,3 +24,13 @@ def _load(out: Path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """List the golden cases not run because Python does not claim a feature they need (never a silent skip)."""
+    from golden_capabilities import PLANS
+
+    if PLANS:
+        terminalreporter.section("golden capabilities")
+        for line in dict.fromkeys(line for p in PLANS for line in p.lines()):  # each line once, in order
+            terminalreporter.write_line(line)

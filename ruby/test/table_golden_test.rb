@@ -4,8 +4,10 @@ require_relative "test_helper"
 
 # The golden vectors of tables (SPEC.md sections 13 and 15): one test per case id of
 # testdata/golden/tables.json, every case run. Values are compared by their bits: each decoded
-# column, as Ruby values and as packed bytes, must give the golden little-endian bytes.
+# column, as Ruby values and as packed bytes, must give the golden little-endian bytes. Cases of features
+# Ruby does not claim (capabilities.json) are listed after the run, not run.
 class TableGoldenTest < Minitest::Test
+  CLAIMED = GoldenCapabilities.claimed(%w[tables])
   FORMATS = { "json" => :json, "json-rows" => :json_rows, "json-columns" => :json_columns, "csv" => :csv,
               "msgpack" => :msgpack, "protobuf" => :protobuf, "arrow" => :arrow }.freeze
 
@@ -36,7 +38,7 @@ class TableGoldenTest < Minitest::Test
   end
 
   def self.case_test(c, &body)
-    define_method("test_#{c["id"]}") { instance_exec(c, &body) }
+    define_method("test_#{c["id"]}") { instance_exec(c, &body) } if CLAIMED.include?(c["id"])
   end
 
   def body_of(c)
@@ -149,9 +151,9 @@ class TableGoldenTest < Minitest::Test
     end
   end
 
-  def test_every_case_ran
-    ids = GoldenFiles.cases("tables").map { |c| "test_#{c["id"]}" }
-    assert_operator ids.size, :>=, 81, "tables.json lost cases"
+  def test_every_claimed_case_ran
+    assert_operator GoldenFiles.cases("tables").size, :>=, 81, "tables.json lost cases"
+    ids = CLAIMED.map { |id| "test_#{id}" }
     assert_empty ids - self.class.public_instance_methods.map(&:to_s)
   end
 end

@@ -66,3 +66,5 @@ module GoldenAssertions
   end
 end
 Minitest::Test.include(GoldenAssertions)
+
+require_relative "support/golden_capabilities"

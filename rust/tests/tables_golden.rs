@@ -2,8 +2,9 @@
 //! testdata/golden/tables.json, named by the case id. Floats are compared by their bits. Valid
 //! cases decode to their columns; MessagePack and Protobuf cases re-encode byte-exact; every case
 //! of a format this crate encodes also round-trips through our encoder. Invalid cases fail with
-//! their category, field and offset. Nothing is skipped: the test needs the msgpack, protobuf and arrow
-//! features (Cargo.toml `required-features`).
+//! their category, field and offset. Every case Rust claims (capabilities.json) runs, the others are
+//! listed in the output; the test needs the msgpack, protobuf and arrow features (Cargo.toml
+//! `required-features`).
 
 use densewire::{
     Bytes, Column, ColumnData, ColumnSpec, ColumnType, Table, TableFormat, Values, columns_header, encode_table_csv,
@@ -13,6 +14,7 @@ use libtest_mimic::{Arguments, Trial};
 use serde_json::Value;
 
 mod common;
+use common::capabilities::{claimed_cases, planted_unclaimed_feature_is_listed};
 use common::{R, check_error, fail, hex, load, s, to_hex};
 
 fn format_of(c: &Value) -> TableFormat {
@@ -239,8 +241,11 @@ fn main() {
     let cases = load("tables");
     let all = cases.clone();
     assert!(cases.len() >= 81, "tables.json has {} cases, expected at least 81", cases.len());
+    let claimed = claimed_cases(&[("tables.json", &cases)], !args.list);
+    let planted = cases.clone();
     let trials = cases
         .into_iter()
+        .filter(|c| claimed.contains(s(c, "id")))
         .map(|c| {
             let id = s(&c, "id").to_string();
             if id.starts_with("invalid.") {
@@ -251,6 +256,9 @@ fn main() {
         })
         .chain(std::iter::once(Trial::test("tables.prefixes_and_flips_never_panic", move || {
             prefixes_never_panic(&all)
+        })))
+        .chain(std::iter::once(Trial::test("capabilities.planted_unclaimed_table_format_is_listed", move || {
+            planted_unclaimed_feature_is_listed("tables.json", &planted, "table.csv").map_err(Into::into)
         })))
         .collect();
     libtest_mimic::run(&args, trials).exit();

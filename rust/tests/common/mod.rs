@@ -1,5 +1,6 @@
 //! Helpers shared by the golden-vector tests (golden.rs, tables_golden.rs): loading a golden file,
-//! reading case fields, hex, and checking an expected error against a case.
+//! the cases this library claims (capabilities), reading case fields, hex, and checking an expected
+//! error against a case.
 #![allow(dead_code)] // each test binary uses its own part
 
 use densewire::Error;
@@ -9,8 +10,10 @@ use std::path::PathBuf;
 
 pub type R = Result<(), Failed>;
 
-/// The cases of testdata/golden/NAME.json, found by walking up from this crate to the repository root.
-pub fn load(name: &str) -> Vec<Value> {
+pub mod capabilities;
+
+/// testdata/golden/NAME.json, found by walking up from this crate to the repository root.
+pub fn golden_doc(name: &str) -> Value {
     let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let rel = format!("testdata/golden/{name}.json");
     while !dir.join(&rel).exists() {
@@ -18,8 +21,12 @@ pub fn load(name: &str) -> Vec<Value> {
     }
     let path = dir.join(&rel);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let v: Value = serde_json::from_str(&text).expect("golden JSON parses");
-    v["cases"].as_array().expect("cases").clone()
+    serde_json::from_str(&text).expect("golden JSON parses")
+}
+
+/// The cases of testdata/golden/NAME.json.
+pub fn load(name: &str) -> Vec<Value> {
+    golden_doc(name)["cases"].as_array().expect("cases").clone()
 }
 
 pub fn s<'a>(c: &'a Value, k: &str) -> &'a str {
