@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import densewire
 
 PACKAGE_DIR = Path(densewire.__file__).resolve().parent
@@ -191,19 +189,3 @@ def test_no_import_inside_a_function_except_through_require() -> None:
     found = {m: v for m, v in late_imports().items() if m not in LATE_IMPORTS_ALLOWED}
     assert found == {}, json.dumps(found, indent=1)
     assert set(LATE_IMPORTS_ALLOWED) <= set(late_imports())  # drop an entry once its module is clean
-
-
-@pytest.mark.parametrize("spelling", ["python -m densewire.server", "densewire.server.main"])
-def test_public_server_entry_points(spelling: str) -> None:
-    if spelling.startswith("python"):
-        proc = subprocess.run([sys.executable, "-m", "densewire.server", "--help"], capture_output=True, text=True,
-                              timeout=120)
-        assert proc.returncode == 0, proc.stderr
-        assert "--tables-config" in proc.stdout
-    else:
-        import densewire.server as server
-
-        assert server.main is densewire._server.cli.main
-        assert set(server.__all__) <= set(dir(server))
-        for name in server.__all__:
-            assert getattr(server, name) is not None
