@@ -21,9 +21,10 @@ from ._base64 import b64decode_strict, b64encode
 from ._convert import convert, widen
 from ._errors import (DensewireError, InvalidFieldError, LengthMismatchError, MalformedError,
                       NonFiniteError, ShapeMismatchError)
+from ._coerce import as_embeddings
 from ._tensor import Embeddings, Tensor, Usage, check_byteorder, check_dtype, row_bytes
 
-__all__ = ["encode_json", "decode_json"]
+__all__ = ["encode_json", "decode_json", "from_openai"]
 
 _FLOATS = ("float32", "float16", "bfloat16", "float64")
 _BYTE_AT = re.compile(r"\(byte (\d+)\)")
@@ -36,8 +37,7 @@ def encode_json(emb: Embeddings | Tensor, encoding_format: str = "base64", byteo
     >>> encode_json(Embeddings(Tensor.from_array(np.array([1.0, 0.5], dtype=np.float32)), "m"))
     b'{"object":"list","data":[{"object":"embedding","index":0,"embedding":"AACAPwAAAD8="}],"model":"m","usage":{"prompt_tokens":0,"total_tokens":0},"dtype":"float32","byteorder":"little","dimensions":2}'
     """
-    if isinstance(emb, Tensor):
-        emb = Embeddings(emb)
+    emb = as_embeddings(emb)
     t = emb.tensor
     check_byteorder(byteorder)
     usage = emb.usage or Usage()
@@ -92,6 +92,10 @@ def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
         raise MalformedError(f"invalid JSON: {exc}", offset=int(at.group(1)) if at else None) from None
     if not isinstance(doc, dict):
         raise MalformedError("an embeddings response must be a JSON object", offset=0)
+    return _from_doc(doc)
+
+
+def _from_doc(doc: dict) -> Embeddings:
     data = doc.get("data")
     if not isinstance(data, list):
         raise InvalidFieldError("missing or not an array", field="data")
@@ -107,6 +111,27 @@ def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
     if model is not None and not isinstance(model, str):
         raise InvalidFieldError("must be a string", field="model")
     return Embeddings(tensor, model, Usage.parse(doc.get("usage")))
+
+
+def from_openai(response) -> np.ndarray:
+    """The vectors of an OpenAI embeddings response as one ``(n, d)`` float32 array, rows in ``index``
+    order: an ``openai`` SDK ``CreateEmbeddingResponse`` (asked for with ``encoding_format="base64"``,
+    or with float lists), its ``model_dump()`` dict, or the raw JSON body as bytes or str.
+
+    >>> from_openai('{"data":[{"object":"embedding","index":0,"embedding":"AACAPwAAIMA="}]}')
+    array([[ 1. , -2.5]], dtype=float32)
+    """
+    if isinstance(response, (bytes, bytearray, memoryview, str)):
+        emb = decode_json(response)
+    elif isinstance(response, dict):
+        emb = _from_doc(response)
+    elif hasattr(response, "data"):  # the SDK's pydantic model: no model_dump() of every float
+        emb = _from_doc({"data": [{"index": e.index, "embedding": e.embedding} for e in response.data]})
+    else:
+        raise TypeError(f"from_openai takes an OpenAI embeddings response (SDK object, dict, bytes or str), "
+                        f"got {type(response).__name__}")
+    t = emb.tensor
+    return t.array if t.dtype == "float32" else widen(t) if t.dtype == "bfloat16" else t.array.astype(np.float32)
 
 
 def _place_rows(data: list) -> tuple[list, list[int]]:
