@@ -64,7 +64,7 @@ def b64decode_strict(text: str | bytes | memoryview) -> bytes:
 
 def encode_base64(tensor, byteorder: str = "little", *, dtype: str | None = None) -> str:
     """The whole tensor as one Base64 string: a Tensor, a numpy array (any float dtype, int8, uint8),
-    a list of floats or of lists (float32), or a CPU torch tensor; ``dtype`` converts first.
+    a list of floats or of lists (float32), or anything numpy.asarray reads; ``dtype`` converts first.
 
     >>> import numpy as np
     >>> encode_base64(np.array([1.0, -2.5, 0.1], dtype=np.float32), "big")

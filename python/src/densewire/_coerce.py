@@ -1,6 +1,6 @@
 """What the encoders accept: a densewire Tensor or Embeddings, a numpy array of any float dtype (or
-int8/uint8), a list of floats or of lists, or anything numpy can read (a CPU ``torch.Tensor``, an
-``array.array``, a memoryview). Lists become float32, the OpenAI vector type."""
+int8/uint8), a list of floats or of lists, or anything ``numpy.asarray`` reads (an ``array.array``,
+a CPU ``torch.Tensor``). Lists become float32, the OpenAI vector type."""
 
 from __future__ import annotations
 
@@ -12,16 +12,6 @@ from ._tensor import Embeddings, Tensor
 __all__ = ["as_tensor", "as_embeddings"]
 
 _NATIVE = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int8), np.dtype(np.uint8)}
-
-
-def _torch_bfloat16(x) -> Tensor | None:
-    """A torch bfloat16 tensor (numpy has no bfloat16) as densewire bfloat16 bits, without rounding."""
-    if type(x).__module__.split(".", 1)[0] == "torch" and str(getattr(x, "dtype", "")) == "torch.bfloat16":
-        import torch
-
-        bits = x.detach().cpu().contiguous().view(torch.int16).numpy().view(np.uint16)
-        return Tensor.from_array(bits.reshape(1, -1) if bits.ndim == 1 else bits, "bfloat16")
-    return None
 
 
 def as_tensor(x, dtype: str | None = None) -> Tensor:
@@ -36,17 +26,12 @@ def as_tensor(x, dtype: str | None = None) -> Tensor:
         x = x.tensor
     if isinstance(x, Tensor):
         return x if dtype is None else convert(x, dtype)
-    t = _torch_bfloat16(x)
-    if t is not None:
-        return t if dtype is None or dtype == "bfloat16" else convert(t.to_float32(), dtype)
     if isinstance(x, (list, tuple)):
         try:
             array = np.asarray(x, dtype=np.float32)
         except (ValueError, TypeError) as exc:
             raise ValueError(f"a list of vectors must be rows of numbers of one length: {exc}") from None
     else:
-        if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor on any device
-            x = x.detach().cpu()
         array = np.asarray(x)
     if array.ndim not in (1, 2):
         raise ValueError(f"a vector or an (n, d) matrix is needed, got an array of shape {array.shape}")

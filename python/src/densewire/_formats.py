@@ -42,7 +42,7 @@ def encode(emb: Embeddings | Tensor, format: str, *, encoding_format: str = "bas
            byteorder: str = "little") -> tuple[bytes | memoryview, dict[str, str]]:
     """Body and headers (``Content-Type`` included) of ``emb`` in one of :data:`FORMATS`. ``emb`` is
     Embeddings, a Tensor, a numpy array (any float dtype, int8, uint8), a list of floats or of lists
-    (float32) or a CPU torch tensor.
+    (float32) or anything numpy.asarray reads.
 
     ``encoding_format`` and ``byteorder`` apply to JSON only: binary formats are little-endian.
     """
