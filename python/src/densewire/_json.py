@@ -11,6 +11,7 @@ the general path (msgspec), which parses everything and names the exact error.
 from __future__ import annotations
 
 import re
+import threading
 
 import msgspec
 import numpy as np
@@ -45,14 +46,7 @@ def encode_json(emb: Embeddings | Tensor, encoding_format: str = "base64", byteo
         orjson.dumps(emb.model or ""), usage.prompt_tokens, usage.total_tokens, t.dtype.encode(),
         (byteorder if encoding_format == "base64" else "little").encode(), t.d)
     if encoding_format == "base64":
-        rows = _base64_rows(t, byteorder)
-        parts = [b'{"object":"list","data":[']
-        for i, row in enumerate(rows):
-            parts.append(b'%s{"object":"embedding","index":%d,"embedding":"' % (b"," if i else b"", i))
-            parts.append(row)
-            parts.append(b'"}')
-        parts.append(tail)
-        return b"".join(parts)
+        return _base64_envelope(t, byteorder, tail)
     if encoding_format != "float":
         raise InvalidFieldError(f"encoding_format must be 'float' or 'base64', got {encoding_format!r}",
                                 field="encoding_format")
@@ -68,15 +62,56 @@ def encode_json(emb: Embeddings | Tensor, encoding_format: str = "base64", byteo
     return b'{"object":"list","data":[' + data[1:-1] + tail
 
 
-def _base64_rows(t: Tensor, byteorder: str) -> list:
-    rb = row_bytes(t.dtype, t.d)
-    raw = t.to_bytes(byteorder)
-    if t.n and rb % 3 == 0:  # rows are whole Base64 groups: one SIMD call, then slices
-        whole = memoryview(b64encode(raw))
-        w = rb // 3 * 4
-        return [whole[i * w:(i + 1) * w] for i in range(t.n)]
-    view = memoryview(raw)
-    return [b64encode(view[i * rb:(i + 1) * rb]) for i in range(t.n)]
+_CHUNK = 48 << 10  # bytes of tensor per pybase64 call: its output stays small and comes from the heap
+_SCRATCH: list[bytearray] = []  # output buffers kept for the next call (one per concurrent encoder)
+_SCRATCH_LOCK = threading.Lock()
+_SCRATCH_KEEP = 256 << 20  # a buffer larger than this is not kept
+
+
+def _base64_envelope(t: Tensor, byteorder: str, tail: bytes) -> bytes:
+    """The Base64 envelope, written row by row into a reused scratch buffer and returned as one
+    ``bytes``: the only large allocation of a call is the result itself. (Joining a list of parts
+    over one big Base64 string made two; freeing both let glibc give the memory back to the system,
+    so every call, not only the first, paid a page fault per 4 KiB of output.)"""
+    n, rb = t.n, row_bytes(t.dtype, t.d)
+    w = (rb + 2) // 3 * 4
+    raw = memoryview(t.to_bytes(byteorder)).cast("B") if n else memoryview(b"")
+    head = b'{"object":"list","data":['
+    size = len(head) + len(tail) + n * (len(_ROW_PRE) + w + 2) + max(0, n - 1) + sum(
+        len(str(i)) for i in range(n))
+    with _SCRATCH_LOCK:
+        buf = _SCRATCH.pop() if _SCRATCH else bytearray()
+    try:
+        if len(buf) < size:
+            buf = bytearray(size)
+        out = memoryview(buf)
+        out[:len(head)] = head
+        pos = len(head)
+        per_chunk = max(1, _CHUNK // max(rb, 1)) if rb % 3 == 0 else 1
+        for c0 in range(0, n, per_chunk):
+            c1 = min(n, c0 + per_chunk)
+            enc = memoryview(b64encode(raw[c0 * rb:c1 * rb]))
+            for i in range(c0, c1):
+                pre = b'%s{"object":"embedding","index":%d,"embedding":"' % (b"," if i else b"", i)
+                end = pos + len(pre)
+                out[pos:end] = pre
+                k = (i - c0) * w
+                out[end:end + w] = enc[k:k + w]
+                pos = end + w
+                out[pos:pos + 2] = b'"}'
+                pos += 2
+        out[pos:pos + len(tail)] = tail
+        pos += len(tail)
+        result = bytes(out[:pos])
+        out.release()
+    finally:
+        if len(buf) <= _SCRATCH_KEEP:
+            with _SCRATCH_LOCK:
+                _SCRATCH.append(buf)
+    return result
+
+
+_ROW_PRE = b'{"object":"embedding","index":,"embedding":"'
 
 
 def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
