@@ -63,15 +63,19 @@ def body_of(texts, dims):
     return orjson.dumps(doc)
 
 
-async def run_async(n_requests: int, inflight: int, call) -> None:
-    left = [n_requests]
+MAX_SECONDS = 4.0  # a measurement stops taking new requests after this (the openai SDK is slow)
+
+
+async def run_async(n_requests: int, inflight: int, call) -> int:
+    left, deadline = [n_requests], time.perf_counter() + MAX_SECONDS
 
     async def worker():
-        while left[0] > 0:
+        while left[0] > 0 and time.perf_counter() < deadline:
             left[0] -= 1
             await call()
 
     await asyncio.gather(*(worker() for _ in range(inflight)))
+    return n_requests - left[0]
 
 
 def client_factories(url: str, texts: list[str], dims: int | None, n: int, d: int):
@@ -79,8 +83,6 @@ def client_factories(url: str, texts: list[str], dims: int | None, n: int, d: in
     import aiohttp
     import httpx
     import openai
-
-    body = body_of(texts, dims)
 
     def check(a):
         assert a.shape == (n, d), a.shape
@@ -100,7 +102,18 @@ def client_factories(url: str, texts: list[str], dims: int | None, n: int, d: in
         pool = ThreadPoolExecutor(8)
 
         def run(k):
-            list(pool.map(lambda _i: check(client.embed(texts, dimensions=dims)), range(k)))
+            left, deadline, lock = [k], time.perf_counter() + MAX_SECONDS, threading.Lock()
+
+            def worker():
+                while True:
+                    with lock:
+                        if left[0] <= 0 or time.perf_counter() >= deadline:
+                            return
+                        left[0] -= 1
+                    check(client.embed(texts, dimensions=dims))
+
+            list(pool.map(lambda _i: worker(), range(8)))
+            return k - left[0]
 
         return run, lambda: (client.close(), pool.shutdown())
 
@@ -110,7 +123,7 @@ def client_factories(url: str, texts: list[str], dims: int | None, n: int, d: in
         u = f"{url}/v1/embeddings"
 
         async def call():
-            async with session.post(u, data=body, headers=RAW) as resp:
+            async with session.post(u, data=body_of(texts, dims), headers=RAW) as resp:
                 data = await resp.read()
                 check(np.frombuffer(data, np.float32).reshape(int(resp.headers["Densewire-Shape"].split(",")[0]), -1))
 
@@ -123,7 +136,7 @@ def client_factories(url: str, texts: list[str], dims: int | None, n: int, d: in
         u = f"{url}/v1/embeddings"
 
         async def call():
-            resp = await client.post(u, content=body, headers=RAW)
+            resp = await client.post(u, content=body_of(texts, dims), headers=RAW)
             check(np.frombuffer(resp.content, np.float32).reshape(int(resp.headers["Densewire-Shape"].split(",")[0]), -1))
 
         return (lambda k: loop.run_until_complete(run_async(k, 8, call)),
@@ -159,10 +172,10 @@ async def _make_session(aiohttp):
 def measure(run, k: int) -> tuple[float, float]:
     """(requests/s, client CPU microseconds per request) of k requests."""
     c0, t0 = os.times(), time.perf_counter()
-    run(k)
+    done = run(k)
     t1, c1 = time.perf_counter(), os.times()
     cpu = (c1.user - c0.user) + (c1.system - c0.system)
-    return k / (t1 - t0), cpu / k * 1e6
+    return done / (t1 - t0), cpu / done * 1e6
 
 
 def main() -> int:
@@ -171,8 +184,12 @@ def main() -> int:
     parser.add_argument("--small-requests", type=int, default=1000)
     parser.add_argument("--large-requests", type=int, default=200)
     parser.add_argument("--port", type=int, default=18431)
+    parser.add_argument("--max-seconds", type=float, default=MAX_SECONDS,
+                        help="a measurement stops taking new requests after this many seconds")
     parser.add_argument("--output", default=str(HERE / "RESULTS-client.md"))
     a = parser.parse_args()
+    global MAX_SECONDS
+    MAX_SECONDS = a.max_seconds
 
     server = start_server(a.port)
     url = f"http://127.0.0.1:{a.port}"
@@ -209,14 +226,15 @@ def render(results, a, sizes) -> str:
     blas = {k: os.environ.get(k, "unset") for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     lines = ["# Python embeddings clients on loopback", "",
              f"Run {datetime.date.today().isoformat()}: `.venv/bin/python bench/python/client.py --rounds {a.rounds} "
-             f"--small-requests {a.small_requests} --large-requests {a.large_requests}`", "",
-             f"Machine: {info['cpu']}, {info['cores']} cores (shared with other jobs while measured), "
+             f"--small-requests {a.small_requests} --large-requests {a.large_requests} --max-seconds {a.max_seconds}`", "",
+             f"Machine: {info['cpu']}, {info['cores']} cores (shared with other jobs while measured: load average "
+             f"{os.getloadavg()[0]:.1f} at the end), "
              f"Python {info['python']}, {info['platform']}; "
              + ", ".join(f"{p} {v}" for p, v in versions.items())
              + f", densewire {info['densewire']}; " + ", ".join(f"{k} {v}" for k, v in blas.items()) + ".", "",
              "One `densewire serve --model hash:1024` process (small requests ask `dimensions: 384`), 8 requests "
-             "in flight per client, clients measured one after another in interleaved rounds (order rotating). "
-             "Each request's vectors are decoded into an (n, d) float32 array and its shape checked. "
+             "in flight per client (a measurement ends after its requests or after --max-seconds), clients measured one after another in interleaved rounds (order rotating). "
+             "Every client builds its request body per request (orjson for the plain ones). Each request's vectors are decoded into an (n, d) float32 array and its shape checked. "
              "CPU is the client process's user + system time per request. Best and median over the rounds.", ""]
     for size in sizes:
         ref = [x for x in results[(size, "aiohttp + frombuffer")]]

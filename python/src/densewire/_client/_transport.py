@@ -1,7 +1,8 @@
 """HTTP for the clients: one aiohttp session, each body read into one buffer, retries.
 
-A body with a ``Content-Length`` is read into one ``bytearray`` of that size, chunk by chunk as the
-socket delivers it, so the decoders' numpy arrays are writable views of it with no further copy.
+A body with a ``Content-Length`` is read into one buffer of that size (``numpy.empty``: not zeroed
+first), chunk by chunk as the socket delivers it, so the decoders' arrays are writable views of it
+with no further copy.
 aiohttp's own decompression is off: a compressed body is read the same way and then inflated once,
 bounded by ``max_body``.
 """
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import numpy as np
 
 from .._errors import DensewireError, PayloadTooLargeError
 from ._compression import decompress
@@ -28,7 +30,7 @@ _NO_BODY = frozenset({204, 304})
 class Response:
     status: int
     headers: Any  # a case-insensitive mapping (aiohttp's CIMultiDictProxy)
-    body: bytearray | bytes
+    body: memoryview | bytes  # of one numpy uint8 buffer when Content-Length was known
     attempts: int = 1
 
     def header(self, name: str, default: str | None = None) -> str | None:
@@ -126,7 +128,7 @@ class Transport:
                 raise APIError(status, f"the response body does not decode: {exc}", exc.category, exc.field) from exc
         return Response(status, resp.headers, data)
 
-    async def _read(self, resp: aiohttp.ClientResponse) -> bytearray | bytes:
+    async def _read(self, resp: aiohttp.ClientResponse) -> memoryview | bytes:
         n = resp.content_length
         if n is None:  # chunked or close-delimited: aiohttp gathers it
             data = await resp.read()
@@ -137,7 +139,7 @@ class Transport:
         if n > self.max_body:
             raise APIError(resp.status, f"the response's Content-Length {n} is over max_body={self.max_body}",
                            PayloadTooLargeError.category, "Content-Length")
-        buf = bytearray(n)
+        buf = np.empty(n, np.uint8)
         view = memoryview(buf)
         pos = 0
         content = resp.content
@@ -148,7 +150,7 @@ class Transport:
             end = pos + len(chunk)
             view[pos:end] = chunk
             pos = end
-        return buf
+        return view
 
 
 class _Retryable(Exception):
