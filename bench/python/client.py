@@ -63,11 +63,11 @@ def body_of(texts, dims):
     return orjson.dumps(doc)
 
 
-MAX_SECONDS = 4.0  # a measurement stops taking new requests after this (the openai SDK is slow)
+SETTINGS = {"max_seconds": 4.0}  # a measurement stops taking new requests after this (the openai SDK is slow)
 
 
 async def run_async(n_requests: int, inflight: int, call) -> int:
-    left, deadline = [n_requests], time.perf_counter() + MAX_SECONDS
+    left, deadline = [n_requests], time.perf_counter() + SETTINGS["max_seconds"]
 
     async def worker():
         while left[0] > 0 and time.perf_counter() < deadline:
@@ -102,7 +102,7 @@ def client_factories(url: str, texts: list[str], dims: int | None, n: int, d: in
         pool = ThreadPoolExecutor(8)
 
         def run(k):
-            left, deadline, lock = [k], time.perf_counter() + MAX_SECONDS, threading.Lock()
+            left, deadline, lock = [k], time.perf_counter() + SETTINGS["max_seconds"], threading.Lock()
 
             def worker():
                 while True:
@@ -184,12 +184,11 @@ def main() -> int:
     parser.add_argument("--small-requests", type=int, default=1000)
     parser.add_argument("--large-requests", type=int, default=200)
     parser.add_argument("--port", type=int, default=18431)
-    parser.add_argument("--max-seconds", type=float, default=MAX_SECONDS,
+    parser.add_argument("--max-seconds", type=float, default=SETTINGS["max_seconds"],
                         help="a measurement stops taking new requests after this many seconds")
     parser.add_argument("--output", default=str(HERE / "RESULTS-client.md"))
     a = parser.parse_args()
-    global MAX_SECONDS
-    MAX_SECONDS = a.max_seconds
+    SETTINGS["max_seconds"] = a.max_seconds
 
     server = start_server(a.port)
     url = f"http://127.0.0.1:{a.port}"
