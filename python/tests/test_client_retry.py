@@ -24,11 +24,13 @@ VECTOR = np.arange(4, dtype="<f4").reshape(1, 4)
 class FaultServer:
     """HTTP/1.1 on loopback answering each request with the next scripted action: ``(status, headers)``,
     ``"close"`` (drop the connection before any byte of an answer) or ``"ok"`` (a raw 1 x 4 float32);
-    ``"ok"`` once the script is used up. ``arrivals`` are the monotonic times requests came in."""
+    ``"ok"`` once the script is used up; ``("slow", seconds)`` is "ok" after a wait. ``arrivals`` are
+    the monotonic times requests came in, ``most_in_flight`` the most requests open at once."""
 
     def __init__(self, script: list) -> None:
         self.script = list(script)
         self.arrivals: list[float] = []
+        self.in_flight = self.most_in_flight = 0
         self.loop = asyncio.new_event_loop()
         self.server = self.loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
@@ -46,6 +48,12 @@ class FaultServer:
                 if action == "close":
                     writer.close()
                     return
+                if isinstance(action, tuple) and action[0] == "slow":
+                    self.in_flight += 1
+                    self.most_in_flight = max(self.most_in_flight, self.in_flight)
+                    await asyncio.sleep(action[1])
+                    self.in_flight -= 1
+                    action = "ok"
                 if action == "ok":
                     body = VECTOR.tobytes()
                     headers = {"Content-Type": "application/octet-stream", "Densewire-Dtype": "float32",
@@ -152,6 +160,29 @@ def test_closed_connections_exhaust_into_a_connection_error() -> None:
         with pytest.raises(densewire.APIConnectionError) as info:
             embed(s.url, "sync", max_retries=4)
     assert s.attempts == 5 and info.value.attempts == 5 and "after 5 attempts" in str(info.value)
+
+
+def test_a_timeout_is_raised_and_not_retried() -> None:
+    with FaultServer([("slow", 30)]) as s:
+        with pytest.raises(densewire.APITimeoutError, match="timed out after 0.3 s"):
+            embed(s.url, "sync", timeout=0.3)
+    assert s.attempts == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_embed_many_keeps_to_its_concurrency(mode: str) -> None:
+    texts = [f"t{i}" for i in range(12)]
+    with FaultServer([("slow", 0.2)] * 12) as s:
+        if mode == "sync":
+            with densewire.Client(s.url) as client:
+                out = client.embed_many(texts, batch_size=1, concurrency=3)
+        else:
+            async def go():
+                async with densewire.AsyncClient(s.url) as client:
+                    return await client.embed_many(texts, batch_size=1, concurrency=3)
+            out = asyncio.run(go())
+    assert out.shape == (12, 4) and s.attempts == 12
+    assert s.most_in_flight == 3  # 12 slow batches, 3 at a time: never more, and the bound was reached
 
 
 def test_backoff_is_full_jitter_under_the_cap_and_at_least_retry_after() -> None:
