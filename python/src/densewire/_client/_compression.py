@@ -5,34 +5,27 @@ from __future__ import annotations
 
 import zlib
 
-from .._errors import MalformedError, PayloadTooLargeError, UnsupportedMediaTypeError
+from .._errors import DensewireError, MalformedError, PayloadTooLargeError, UnsupportedMediaTypeError
 
 __all__ = ["available_codings", "decompress"]
 
 
-def _brotli():
+try:  # optional: br answers need brotli
+    import brotli
+except ImportError:
+    brotli = None
+try:  # optional: zstd answers need zstandard, or Python 3.14's compression.zstd
+    import zstandard as zstd
+except ImportError:
     try:
-        import brotli
+        from compression import zstd as zstd  # type: ignore[import-not-found, no-redef]
     except ImportError:
-        return None
-    return brotli
-
-
-def _zstd():
-    try:
-        import zstandard
-    except ImportError:
-        try:
-            from compression import zstd  # type: ignore[import-not-found]  # Python 3.14
-        except ImportError:
-            return None
-        return zstd
-    return zstandard
+        zstd = None
 
 
 def available_codings() -> list[str]:
     """The codings this install decodes, best first (what an ``Accept-Encoding`` may ask for)."""
-    return [c for c, ok in (("zstd", _zstd() is not None), ("br", _brotli() is not None), ("gzip", True)) if ok]
+    return [c for c, ok in (("zstd", zstd is not None), ("br", brotli is not None), ("gzip", True)) if ok]
 
 
 def _bounded(chunks, max_body: int, coding: str) -> bytearray:
@@ -55,15 +48,17 @@ def decompress(coding: str, body, max_body: int) -> bytearray:
             if not d.eof:
                 raise MalformedError(f"the {coding} response is truncated", field="Content-Encoding")
             return out
-        if coding == "br" and (brotli := _brotli()) is not None:
+        if coding == "br" and brotli is not None:
             d = brotli.Decompressor()
             return _bounded((d.process(bytes(body[i:i + (1 << 20)])) for i in range(0, len(body), 1 << 20)),
                             max_body, coding)
-        if coding == "zstd" and (zstd := _zstd()) is not None:
+        if coding == "zstd" and zstd is not None:
             if hasattr(zstd, "ZstdDecompressor") and hasattr(zstd.ZstdDecompressor(), "stream_reader"):
                 reader = zstd.ZstdDecompressor().stream_reader(bytes(body), read_across_frames=True)
                 return _bounded(iter(lambda: reader.read(1 << 20), b""), max_body, coding)
             return _bounded([zstd.decompress(bytes(body))], max_body, coding)
+    except DensewireError:
+        raise
     except (zlib.error, ValueError, OSError) as exc:
         raise MalformedError(f"the {coding} response is corrupt: {exc}", field="Content-Encoding") from exc
     except Exception as exc:  # brotli.error and zstd.ZstdError share no base class with the above

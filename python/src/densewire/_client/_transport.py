@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 import numpy as np
+import orjson
 
 from .._errors import DensewireError, PayloadTooLargeError
 from ._compression import decompress
@@ -45,8 +46,6 @@ def raise_for_status(response: Response) -> None:
     cls = status_error(status)
     retry_after = parse_retry_after(response.header("Retry-After"))
     try:
-        import orjson
-
         err = orjson.loads(response.body)["error"]
         message = err.get("message", "")
         fields = (err.get("code"), err.get("param"), err.get("offset"))
