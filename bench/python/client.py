@@ -6,7 +6,7 @@ client CPU per request of densewire.AsyncClient, the sync densewire.Client, plai
 large (256 x 1024) responses, in interleaved rounds (the order rotates each round).
 
 The server is ``densewire serve --model hash:1024`` (one process; small requests ask for
-``dimensions: 384``). Client CPU is this process's user + system time over the run (the server is
+``dimensions: 384``). Client CPU is this process's user + system time (all threads) over the run (the server is
 another process), divided by the requests.
 
     .venv/bin/python bench/python/client.py          # writes bench/python/RESULTS-client.md
@@ -171,16 +171,15 @@ async def _make_session(aiohttp):
 
 def measure(run, k: int) -> tuple[float, float]:
     """(requests/s, client CPU microseconds per request) of k requests."""
-    c0, t0 = os.times(), time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     done = run(k)
-    t1, c1 = time.perf_counter(), os.times()
-    cpu = (c1.user - c0.user) + (c1.system - c0.system)
-    return done / (t1 - t0), cpu / done * 1e6
+    t1, c1 = time.perf_counter(), time.process_time()
+    return done / (t1 - t0), (c1 - c0) / done * 1e6
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--small-requests", type=int, default=1000)
     parser.add_argument("--large-requests", type=int, default=200)
     parser.add_argument("--port", type=int, default=18431)
@@ -234,7 +233,7 @@ def render(results, a, sizes) -> str:
              "One `densewire serve --model hash:1024` process (small requests ask `dimensions: 384`), 8 requests "
              "in flight per client (a measurement ends after its requests or after --max-seconds), clients measured one after another in interleaved rounds (order rotating). "
              "Every client builds its request body per request (orjson for the plain ones). Each request's vectors are decoded into an (n, d) float32 array and its shape checked. "
-             "CPU is the client process's user + system time per request. Best and median over the rounds.", ""]
+             "CPU is the client process's user + system time per request (`time.process_time`, all its threads). Best and median over the rounds.", ""]
     for size in sizes:
         ref = [x for x in results[(size, "aiohttp + frombuffer")]]
         ref_rps = statistics.median(x[0] for x in ref)
