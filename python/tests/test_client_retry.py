@@ -167,6 +167,10 @@ def test_a_timeout_is_raised_and_not_retried() -> None:
         with pytest.raises(densewire.APITimeoutError, match="timed out after 0.3 s"):
             embed(s.url, "sync", timeout=0.3)
     assert s.attempts == 1
+    with FaultServer([(503, {}), ("slow", 30)]) as s:
+        with pytest.raises(densewire.APITimeoutError) as info:
+            embed(s.url, "async", timeout=0.3)
+    assert s.attempts == 2 and info.value.attempts == 2 and "after 2 attempts" in str(info.value)
 
 
 @pytest.mark.parametrize("mode", MODES)

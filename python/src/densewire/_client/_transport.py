@@ -93,9 +93,13 @@ class Transport:
                 response = await self._once(method, url, headers, body)
             except _Retryable as exc:
                 if attempt > retry.max_retries:
-                    raise APIConnectionError(str(exc.__cause__ or exc), attempts=attempt) from exc.__cause__
+                    raise APIConnectionError(f"{method} {url}: {exc.__cause__ or exc}", attempts=attempt) \
+                        from exc.__cause__
                 await asyncio.sleep(retry.delay(attempt - 1))
                 continue
+            except (APIConnectionError, APIError) as exc:  # not retried: say which attempt it was
+                exc.attempts = attempt
+                raise
             response.attempts = attempt
             if response.status not in RETRY_STATUSES or attempt > retry.max_retries:
                 return response
