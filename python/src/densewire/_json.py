@@ -65,7 +65,7 @@ def encode_json(emb: Embeddings | Tensor, encoding_format: str = "base64", byteo
 _CHUNK = 48 << 10  # bytes of tensor per pybase64 call: its output stays small and comes from the heap
 _SCRATCH: list[bytearray] = []  # output buffers kept for the next call (one per concurrent encoder)
 _SCRATCH_LOCK = threading.Lock()
-_SCRATCH_KEEP = 256 << 20  # a buffer larger than this is not kept
+_SCRATCH_KEEP = 64 << 20  # a buffer larger than this is not kept
 
 
 def _base64_envelope(t: Tensor, byteorder: str, tail: bytes) -> bytes:
