@@ -69,41 +69,63 @@ _SCRATCH_KEEP = 64 << 20  # a buffer larger than this is not kept
 
 
 def _base64_envelope(t: Tensor, byteorder: str, tail: bytes) -> bytes:
-    """The Base64 envelope, written row by row into a reused scratch buffer and returned as one
-    ``bytes``: the only large allocation of a call is the result itself. (Joining a list of parts
-    over one big Base64 string made two; freeing both let glibc give the memory back to the system,
-    so every call, not only the first, paid a page fault per 4 KiB of output.)"""
+    """The Base64 envelope, written into a reused scratch buffer and returned as one ``bytes``: the
+    only large allocation of a call is the result itself. (Joining a list of parts over one big
+    Base64 string made two; freeing both let glibc give the memory back to the system, so every
+    call, not only the first, paid a page fault per 4 KiB of output.)
+
+    Rows whose index has the same number of digits lie at a fixed stride, so each such group is one
+    2-D numpy view of the buffer: the JSON around the rows is written a column at a time, and the
+    Base64 of 48 KiB of tensor at a time (pybase64's output stays small and is reused from the heap).
+    """
     n, rb = t.n, row_bytes(t.dtype, t.d)
     w = (rb + 2) // 3 * 4
     raw = memoryview(t.to_bytes(byteorder)).cast("B") if n else memoryview(b"")
-    head = b'{"object":"list","data":['
-    size = len(head) + len(tail) + n * (len(_ROW_PRE) + w + 2) + max(0, n - 1) + sum(
-        len(str(i)) for i in range(n))
+    groups, lo, digits = [], 0, 1  # (first row, end, digits of the index, comma before the row)
+    while lo < n:
+        hi = 1 if lo == 0 else min(n, 10 ** digits)
+        groups.append((lo, hi, digits, 1 if lo else 0))
+        lo = hi
+        digits = len(str(hi))
+    fixed = len(_PRE1) + len(_PRE2) + w + len(_POST)
+    size = len(_HEAD) + len(tail) + sum((hi - lo) * (comma + fixed + nd) for lo, hi, nd, comma in groups)
     with _SCRATCH_LOCK:
         buf = _SCRATCH.pop() if _SCRATCH else bytearray()
     try:
         if len(buf) < size:
             buf = bytearray(size)
-        out = memoryview(buf)
-        out[:len(head)] = head
-        pos = len(head)
-        per_chunk = max(1, _CHUNK // max(rb, 1)) if rb % 3 == 0 else 1
-        for c0 in range(0, n, per_chunk):
-            c1 = min(n, c0 + per_chunk)
-            enc = memoryview(b64encode(raw[c0 * rb:c1 * rb]))
-            for i in range(c0, c1):
-                pre = b'%s{"object":"embedding","index":%d,"embedding":"' % (b"," if i else b"", i)
-                end = pos + len(pre)
-                out[pos:end] = pre
-                k = (i - c0) * w
-                out[end:end + w] = enc[k:k + w]
-                pos = end + w
-                out[pos:pos + 2] = b'"}'
-                pos += 2
-        out[pos:pos + len(tail)] = tail
+        out = np.frombuffer(buf, np.uint8)
+        out[:len(_HEAD)] = _bytes_array(_HEAD)
+        pos = len(_HEAD)
+        per_chunk = max(1, _CHUNK // max(rb, 1))
+        for lo, hi, nd, comma in groups:
+            stride = comma + fixed + nd
+            block = out[pos:pos + (hi - lo) * stride].reshape(hi - lo, stride)  # a view: writes land in buf
+            col = comma
+            if comma:
+                block[:, 0] = 0x2C  # ','
+            block[:, col:col + len(_PRE1)] = _bytes_array(_PRE1)
+            col += len(_PRE1)
+            index = np.arange(lo, hi)
+            for k in range(nd):
+                block[:, col + k] = index // 10 ** (nd - 1 - k) % 10 + 0x30
+            col += nd
+            block[:, col:col + len(_PRE2)] = _bytes_array(_PRE2)
+            col += len(_PRE2)
+            for c0 in range(lo, hi, per_chunk):
+                c1 = min(hi, c0 + per_chunk)
+                if rb % 3 == 0:  # whole Base64 groups: the rows' encodings are one encoding's slices
+                    enc = b64encode(raw[c0 * rb:c1 * rb])
+                else:
+                    enc = b"".join([b64encode(raw[i * rb:(i + 1) * rb]) for i in range(c0, c1)])
+                block[c0 - lo:c1 - lo, col:col + w] = np.frombuffer(enc, np.uint8).reshape(c1 - c0, w)
+            col += w
+            block[:, col:col + len(_POST)] = _bytes_array(_POST)
+            pos += (hi - lo) * stride
+        out[pos:pos + len(tail)] = _bytes_array(tail)
         pos += len(tail)
-        result = bytes(out[:pos])
-        out.release()
+        result = out[:pos].tobytes()
+        del out
     finally:
         if len(buf) <= _SCRATCH_KEEP:
             with _SCRATCH_LOCK:
@@ -111,7 +133,14 @@ def _base64_envelope(t: Tensor, byteorder: str, tail: bytes) -> bytes:
     return result
 
 
-_ROW_PRE = b'{"object":"embedding","index":,"embedding":"'
+def _bytes_array(b: bytes) -> np.ndarray:
+    return np.frombuffer(b, np.uint8)
+
+
+_HEAD = b'{"object":"list","data":['
+_PRE1 = b'{"object":"embedding","index":'
+_PRE2 = b',"embedding":"'
+_POST = b'"}'
 
 
 def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
