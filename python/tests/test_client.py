@@ -142,6 +142,22 @@ def test_one_sync_client_serves_many_threads(server) -> None:
         assert np.array_equal(vectors, reference(server, TEXTS[k:k + 3]))
 
 
+def test_a_session_of_ones_own(server) -> None:
+    import aiohttp
+
+    async def go():
+        async with aiohttp.ClientSession(auto_decompress=False) as session:
+            async with densewire.AsyncClient(server.url, api_key="sekret", http_client=session) as client:
+                got = await client.embed(TEXTS[:2])
+            assert not session.closed  # the caller's session stays the caller's
+            async with aiohttp.ClientSession() as decompressing:
+                with pytest.raises(ValueError, match="auto_decompress=False"):
+                    densewire.AsyncClient(server.url, http_client=decompressing)
+            return got
+
+    assert np.array_equal(asyncio.run(go()), reference(server, TEXTS[:2]))
+
+
 def test_nothing_listening_is_a_connection_error_after_its_retries() -> None:
     from server_support import free_port
 

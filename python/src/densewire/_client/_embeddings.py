@@ -86,7 +86,9 @@ class AsyncClient:
     ``max_retries`` (default 2) retries 429, 503 and connection errors before an answer, waiting
     ``backoff_base * 2**k`` seconds at most (full jitter, capped at ``backoff_cap``) and at least
     the server's ``Retry-After``. Errors raise :class:`APIError` subclasses
-    (:class:`RateLimitError` for 429) or :class:`APIConnectionError`."""
+    (:class:`RateLimitError` for 429) or :class:`APIConnectionError`. ``http_client`` may be an
+    ``aiohttp.ClientSession`` of your own (proxies, TLS), made with ``auto_decompress=False``; it is
+    not closed by :meth:`aclose`."""
 
     def __init__(self, base_url: str = "http://127.0.0.1:8000", *, api_key: str | None = None,
                  model: str | None = None, timeout: float | None = 120.0, accept: str = DEFAULT_ACCEPT,

@@ -63,6 +63,9 @@ class Transport:
                  max_body: int = 1 << 30, session: aiohttp.ClientSession | None = None) -> None:
         if session is not None and not isinstance(session, aiohttp.ClientSession):
             raise TypeError(f"http_client must be an aiohttp.ClientSession, got {type(session).__name__}")
+        if session is not None and session.auto_decompress:
+            raise ValueError("http_client must be made with aiohttp.ClientSession(auto_decompress=False): the client "
+                             "reads each body into one buffer and decodes its content coding itself")
         self.retry = retry
         self.max_body = max_body
         self._timeout = aiohttp.ClientTimeout(total=timeout)
