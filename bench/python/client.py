@@ -33,6 +33,7 @@ import densewire
 from densewire._bench import machine_info
 
 HERE = Path(__file__).resolve().parent
+TRANSPORT_NOTE = ("The transport: densewire's clients run on aiohttp itself (its C HTTP parser, one keep-alive pool per client), reading each body into one preallocated buffer that the decoded array views; the sync Client runs the same async core on a private event-loop thread. httpx, measured above, costs 4-5x the CPU; a hand-written asyncio protocol over httptools was not built, since aiohttp already sits within the targets and is a maintained library.")
 REPO = HERE.parents[1]
 RAW = {"Accept": "application/octet-stream", "Accept-Encoding": "identity", "Content-Type": "application/json"}
 
@@ -261,7 +262,7 @@ def render(results, a, sizes) -> str:
     lines += ["", "On a machine shared with other jobs, requests/s depends on how the scheduler shares the 2 cores "
               "between the server and the client (a client with 9 threads, such as the sync Client's 8 callers "
               "and its loop thread, gets a larger share than a single-threaded one); CPU per request is the "
-              "steadier figure.", ""]
+              "steadier figure.", "", TRANSPORT_NOTE, ""]
     return "\n".join(lines)
 
 
