@@ -22,7 +22,7 @@ SERVE_LINES = [line.split("#", 1)[0].strip() for line in SH.splitlines() if line
 def test_readme_has_every_kind_of_example() -> None:
     assert len(BLOCKS) >= 4 and len(SERVER_BLOCKS) >= 4 and len(SERVE_LINES) >= 2
     assert "CLIENT_FIGURES" not in README
-    for line in SH.splitlines():  # every command is one this file tests, or test_client_install.py
+    for line in filter(None, SH.splitlines()):  # every command is one this file tests, or test_client_install.py
         assert line.startswith(("densewire serve", "pip install")), line
 
 
