@@ -31,12 +31,15 @@ def reference(server, texts, **kw) -> np.ndarray:
 
 def test_negotiates_raw_and_decodes_without_copy(server) -> None:
     with densewire.Client(server.url, api_key="sekret") as client:
-        response = client._http.post(f"{server.url}/v1/embeddings", headers=client._headers,
-                                     json={"input": TEXTS[:3], "encoding_format": "base64"})
-        assert response.headers["content-type"].startswith("application/octet-stream")
+        emb = client.create(TEXTS[:3])
         vectors = client.embed(TEXTS[:3])
+    assert emb.model == "hash-48" and emb.usage is not None and emb.usage.total_tokens > 0
     assert vectors.shape == (3, 48) and vectors.dtype == np.float32
-    assert not vectors.flags.owndata  # a view over the response body
+    owner = vectors
+    while owner.base is not None:  # through views and memoryviews down to the buffer the body was read into
+        owner = owner.base if isinstance(owner.base, np.ndarray) else owner.base.obj
+    assert owner.dtype == np.uint8 and owner.shape == (3 * 48 * 4,)  # raw: the body is the tensor
+    assert vectors.flags.writeable
     assert np.array_equal(vectors, reference(server, TEXTS[:3]))
 
 
@@ -52,17 +55,49 @@ def test_every_format_and_dtype_gives_the_same_vectors(server, accept: str, dtyp
     assert got.usage is not None and got.usage.total_tokens > 0
 
 
-@pytest.mark.parametrize("accept_encoding, coding", [(None, None), ("gzip", "gzip"), ("zstd, gzip", "zstd")])
-def test_asks_for_uncompressed_vectors_unless_told(server, accept_encoding, coding) -> None:
-    import httpx
+class Recorder(BaseHTTPRequestHandler):
+    """Proxies to the real server and records what the client asked for and what came back."""
 
-    seen: list[httpx.Response] = []
-    http = httpx.Client(event_hooks={"response": [seen.append]})
+    upstream = ""
+    seen: list[tuple[str | None, str | None]] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        import http.client
+        from urllib.parse import urlsplit
+
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+        conn = http.client.HTTPConnection(urlsplit(self.upstream).netloc, timeout=30)
+        conn.request("POST", self.path, body, headers)  # http.client passes the body through, compressed or not
+        r = conn.getresponse()
+        content = r.read()
+        conn.close()
+        type(self).seen.append((self.headers.get("Accept-Encoding"), r.getheader("Content-Encoding")))
+        self.send_response(r.status)
+        for k, v in r.getheaders():
+            if k.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(content)))
+        self.end_headers()
+        self.wfile.write(content)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.mark.parametrize("accept_encoding, coding", [(None, None), ("gzip", "gzip"), ("zstd, gzip", "zstd"),
+                                                     ("br", "br")])
+def test_asks_for_uncompressed_vectors_unless_told(server, accept_encoding, coding) -> None:
+    Recorder.upstream, Recorder.seen = server.url, []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
     kw = {} if accept_encoding is None else {"accept_encoding": accept_encoding}
-    with densewire.Client(server.url, api_key="sekret", http_client=http, **kw) as client:
-        vectors = client.embed(TEXTS)  # 37 x 48 float32: above the server's 1 KiB compression threshold
-    assert seen[0].request.headers["accept-encoding"] == (accept_encoding or "identity")
-    assert seen[0].headers.get("content-encoding") == coding
+    try:
+        with densewire.Client(f"http://127.0.0.1:{httpd.server_address[1]}", api_key="sekret", **kw) as client:
+            vectors = client.embed(TEXTS)  # 37 x 48 float32: above the server's 1 KiB compression threshold
+    finally:
+        httpd.shutdown()
+    assert Recorder.seen == [(accept_encoding or "identity", coding)]
     assert np.array_equal(vectors, reference(server, TEXTS))
 
 
@@ -88,14 +123,48 @@ def test_async_client(server) -> None:
 
 def test_server_errors_carry_the_servers_message(server) -> None:
     with densewire.Client(server.url, api_key="wrong") as client:
-        with pytest.raises(densewire.APIError) as info:
+        with pytest.raises(densewire.BadRequestError) as info:
             client.embed(["x"])
-    assert info.value.status_code == 401 and info.value.code == "unauthorized"
+    assert info.value.status_code == 401 and info.value.code == "unauthorized" and info.value.attempts == 1
     with densewire.Client(server.url, api_key="sekret") as client:
         with pytest.raises(densewire.APIError) as info:
             client.embed(["x"], dtype="float8")
     assert info.value.status_code in (400, 422) and info.value.param == "dtype"
     assert "float8" in info.value.message
+
+
+def test_one_sync_client_serves_many_threads(server) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with densewire.Client(server.url, api_key="sekret") as client, ThreadPoolExecutor(6) as pool:
+        got = list(pool.map(lambda k: client.embed(TEXTS[k:k + 3]), range(12)))
+    for k, vectors in enumerate(got):
+        assert np.array_equal(vectors, reference(server, TEXTS[k:k + 3]))
+
+
+def test_a_session_of_ones_own(server) -> None:
+    import aiohttp
+
+    async def go():
+        async with aiohttp.ClientSession(auto_decompress=False) as session:
+            async with densewire.AsyncClient(server.url, api_key="sekret", http_client=session) as client:
+                got = await client.embed(TEXTS[:2])
+            assert not session.closed  # the caller's session stays the caller's
+            async with aiohttp.ClientSession() as decompressing:
+                with pytest.raises(ValueError, match="auto_decompress=False"):
+                    densewire.AsyncClient(server.url, http_client=decompressing)
+            return got
+
+    assert np.array_equal(asyncio.run(go()), reference(server, TEXTS[:2]))
+
+
+def test_nothing_listening_is_a_connection_error_after_its_retries() -> None:
+    from server_support import free_port
+
+    with densewire.Client(f"http://127.0.0.1:{free_port()}", max_retries=1, backoff_base=0.01) as client:
+        with pytest.raises(densewire.APIConnectionError) as info:
+            client.embed(["x"])
+    assert info.value.attempts == 2 and "after 2 attempts" in str(info.value)
 
 
 class OpenAIOnly(BaseHTTPRequestHandler):

@@ -82,6 +82,22 @@ def test_tampered_index_digits_never_misplace_rows(t: Tensor, data) -> None:
     assert _bits(densewire.decode_json(body.encode()).tensor.array) == _bits(expected)
 
 
+@pytest.mark.parametrize("n, d, dtype", [(1, 3, "float32"), (11, 5, "float32"), (1203, 12, "float16"),
+                                         (150, 7, "float64"), (101, 9, "binary"), (0, 4, "float32")])
+def test_base64_envelope_is_the_json_of_its_rows(n: int, d: int, dtype: str) -> None:
+    """Across index digit groups (9 -> 10, 99 -> 100, 999 -> 1000), rows whose bytes are or are not
+    whole Base64 groups, and twice in a row (the second call reuses the first's scratch buffer)."""
+    rng = np.random.default_rng(n)
+    t = densewire.convert(rng.standard_normal((n, d)).astype(np.float32), dtype)
+    emb = Embeddings(t, "m", Usage(3, 4))
+    for _ in range(2):
+        doc = json.loads(densewire.encode_json(emb, "base64", "big"))
+        assert [item["index"] for item in doc["data"]] == list(range(n))
+        rows = [base64.b64decode(item["embedding"]) for item in doc["data"]]
+        assert b"".join(rows) == bytes(t.to_bytes("big"))
+        assert doc["model"] == "m" and doc["dimensions"] == d and doc["byteorder"] == "big"
+
+
 def test_fast_path_is_taken_for_regular_documents() -> None:
     t = Tensor.from_array(np.arange(1000 * 12, dtype=np.float32).reshape(1000, 12))
     body = densewire.encode_json(Embeddings(t, "m"))

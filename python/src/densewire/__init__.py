@@ -15,14 +15,16 @@ array([[ 1. , -2.5,  0.1]], dtype=float32)
 
 from ._arrow import decode_arrow, encode_arrow
 from ._base64 import decode_base64, encode_base64
-from ._client import DEFAULT_ACCEPT, APIError, AsyncClient, Client
+from ._client import (DEFAULT_ACCEPT, APIConnectionError, APIError, APITimeoutError, AsyncClient, AsyncTablesClient,
+                      BadRequestError, Client, FetchedTable, NotModified, RateLimitError, ServiceUnavailableError,
+                      TableInfo, TablesClient)
 from ._convert import convert
 from ._errors import (DensewireError, InvalidBase64Error, InvalidFieldError, LengthMismatchError, MalformedError,
                       MethodNotAllowedError, NonFiniteError, NotAcceptableError, NotFoundError, PayloadTooLargeError, ShapeMismatchError,
                       TruncatedError, UnauthorizedError, UnavailableError, UnknownDtypeError,
                       UnsupportedMediaTypeError, error_class)
 from ._formats import FORMATS, MEDIA_TYPES, decode, detect_format, encode, format_for_media_type
-from ._json import decode_json, encode_json
+from ._json import decode_json, encode_json, from_openai
 from ._msgpack import decode_msgpack, encode_msgpack
 from ._protobuf import decode_protobuf, encode_protobuf
 from ._raw import decode_raw, encode_raw
@@ -37,13 +39,15 @@ __all__ = [
     "DTYPES", "FORMATS", "MEDIA_TYPES", "SPEC_VERSION",
     "Tensor", "Usage", "Embeddings", "row_bytes", "convert",
     "encode", "decode", "detect_format", "format_for_media_type",
-    "encode_base64", "decode_base64", "encode_json", "decode_json", "encode_raw", "decode_raw",
+    "encode_base64", "decode_base64", "encode_json", "decode_json", "from_openai", "encode_raw", "decode_raw",
     "encode_msgpack", "decode_msgpack", "encode_protobuf", "decode_protobuf", "encode_arrow", "decode_arrow",
     "DensewireError", "InvalidBase64Error", "LengthMismatchError", "ShapeMismatchError", "UnknownDtypeError",
     "TruncatedError", "MalformedError", "InvalidFieldError", "NonFiniteError", "UnauthorizedError",
     "NotFoundError", "PayloadTooLargeError", "UnsupportedMediaTypeError", "NotAcceptableError", "MethodNotAllowedError",
     "UnavailableError", "error_class",
-    "Client", "AsyncClient", "APIError", "DEFAULT_ACCEPT",
+    "Client", "AsyncClient", "APIError", "DEFAULT_ACCEPT", "BadRequestError", "RateLimitError",
+    "ServiceUnavailableError", "APIConnectionError", "APITimeoutError",
+    "TablesClient", "AsyncTablesClient", "TableInfo", "FetchedTable", "NotModified",
     "Table", "Column", "TABLE_FORMATS", "TABLE_MEDIA_TYPES", "encode_table", "decode_table", "demo_table", "DEMO_SEED",
     "columns_header", "parse_columns_header", "table_headers",
 ]

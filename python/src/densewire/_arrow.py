@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import InvalidFieldError, MalformedError, TruncatedError, UnknownDtypeError
+from ._coerce import as_embeddings
 from ._tensor import DTYPES, Embeddings, Tensor, Usage, row_bytes, storage_dtype
 
 __all__ = ["encode_arrow", "decode_arrow"]
@@ -33,8 +34,7 @@ def _value_type(pa, dtype: str):
 def encode_arrow(emb: Embeddings | Tensor) -> bytes:
     """One schema, one record batch with the ``embedding`` column, end of stream."""
     pa = _pyarrow()
-    if isinstance(emb, Tensor):
-        emb = Embeddings(emb)
+    emb = as_embeddings(emb)
     t = emb.tensor
     meta = {"densewire.version": "1", "densewire.dtype": t.dtype, "densewire.dimensions": str(t.d)}
     if emb.model is not None:

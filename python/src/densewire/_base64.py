@@ -9,7 +9,8 @@ from __future__ import annotations
 import pybase64
 
 from ._errors import InvalidBase64Error
-from ._tensor import Tensor, check_byteorder, check_dtype
+from ._coerce import as_tensor
+from ._tensor import Tensor, check_byteorder, check_dtype, row_bytes
 
 __all__ = ["b64decode_strict", "b64encode", "encode_base64", "decode_base64"]
 
@@ -61,23 +62,49 @@ def b64decode_strict(text: str | bytes | memoryview) -> bytes:
     raise err
 
 
-def encode_base64(tensor: Tensor, byteorder: str = "little") -> str:
-    """The whole tensor as one Base64 string.
+def encode_base64(tensor, byteorder: str = "little", *, dtype: str | None = None) -> str:
+    """The whole tensor as one Base64 string: a Tensor, a numpy array (any float dtype, int8, uint8),
+    a list of floats or of lists (float32), or anything numpy.asarray reads; ``dtype`` converts first.
 
     >>> import numpy as np
-    >>> encode_base64(Tensor.from_array(np.array([1.0, -2.5, 0.1], dtype=np.float32)), "big")
+    >>> encode_base64(np.array([1.0, -2.5, 0.1], dtype=np.float32), "big")
     'P4AAAMAgAAA9zMzN'
+    >>> encode_base64([1.0, -2.5, 0.1], "big") == encode_base64(np.array([1.0, -2.5, 0.1]), "big", dtype="float32")
+    True
     """
     check_byteorder(byteorder)
-    return b64encode(tensor.to_bytes(byteorder)).decode("ascii")
+    return b64encode(as_tensor(tensor, dtype).to_bytes(byteorder)).decode("ascii")
 
 
-def decode_base64(text: str | bytes, dtype: str, shape: tuple[int, int], byteorder: str = "little") -> Tensor:
-    """Decode one Base64 string holding a whole ``(n, d)`` tensor; checks the length against the shape.
+def decode_base64(text: str | bytes, dtype: str = "float32", shape: tuple[int, int] | None = None,
+                  byteorder: str = "little", *, dim: int | None = None):
+    """Decode one Base64 string.
 
+    Without ``shape`` or ``dim`` it is one vector (an OpenAI ``embedding`` string, float32 by default)
+    and a 1-D numpy array comes back; ``dim=d`` gives an ``(n, d)`` array. Both are views of the
+    decoded bytes (bfloat16 is widened to float32; binary is packed uint8). With ``shape=(n, d)`` the
+    length is checked against it and a :class:`Tensor` comes back.
+
+    >>> decode_base64("AACAPwAAIMA=")
+    array([ 1. , -2.5], dtype=float32)
+    >>> decode_base64("AACAPwAAIMA=", dim=1)
+    array([[ 1. ],
+           [-2.5]], dtype=float32)
     >>> decode_base64("P4AAAMAgAAA9zMzN", "float32", (1, 3), "big").array
     array([[ 1. , -2.5,  0.1]], dtype=float32)
     """
     check_dtype(dtype)
     check_byteorder(byteorder)
-    return Tensor.from_bytes(b64decode_strict(text), dtype, shape, byteorder)
+    data = b64decode_strict(text)
+    if shape is not None:
+        return Tensor.from_bytes(data, dtype, shape, byteorder)
+    if dim is not None:
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
+            raise ValueError(f"dim must be a positive integer, got {dim!r}")
+        n = -(-len(data) // row_bytes(dtype, dim))  # a partial last row fails below with length_mismatch
+        t = Tensor.from_bytes(data, dtype, (n, dim), byteorder)
+    else:
+        items = -(-len(data) // (1 if dtype == "binary" else row_bytes(dtype, 1)))
+        t = Tensor.from_bytes(data, dtype, (1, items * 8 if dtype == "binary" else items), byteorder)
+    array = t.to_float32() if dtype == "bfloat16" else t.array
+    return array if dim is not None else array.reshape(-1)

@@ -10,6 +10,7 @@ from ._json import decode_json, encode_json
 from ._msgpack import decode_msgpack, encode_msgpack
 from ._protobuf import decode_protobuf, encode_protobuf
 from ._raw import decode_raw, encode_raw
+from ._coerce import as_embeddings
 from ._tensor import Embeddings, Tensor
 
 __all__ = ["FORMATS", "MEDIA_TYPES", "format_for_media_type", "encode", "decode", "detect_format"]
@@ -39,12 +40,13 @@ def format_for_media_type(media_type: str) -> str | None:
 
 def encode(emb: Embeddings | Tensor, format: str, *, encoding_format: str = "base64",
            byteorder: str = "little") -> tuple[bytes | memoryview, dict[str, str]]:
-    """Body and headers (``Content-Type`` included) of ``emb`` in one of :data:`FORMATS`.
+    """Body and headers (``Content-Type`` included) of ``emb`` in one of :data:`FORMATS`. ``emb`` is
+    Embeddings, a Tensor, a numpy array (any float dtype, int8, uint8), a list of floats or of lists
+    (float32) or anything numpy.asarray reads.
 
     ``encoding_format`` and ``byteorder`` apply to JSON only: binary formats are little-endian.
     """
-    if isinstance(emb, Tensor):
-        emb = Embeddings(emb)
+    emb = as_embeddings(emb)
     headers = {"Content-Type": MEDIA_TYPES[format] if format in MEDIA_TYPES else ""}
     if format == "json":
         return encode_json(emb, encoding_format, byteorder), headers

@@ -11,6 +11,7 @@ the general path (msgspec), which parses everything and names the exact error.
 from __future__ import annotations
 
 import re
+import threading
 
 import msgspec
 import numpy as np
@@ -21,9 +22,10 @@ from ._base64 import b64decode_strict, b64encode
 from ._convert import convert, widen
 from ._errors import (DensewireError, InvalidFieldError, LengthMismatchError, MalformedError,
                       NonFiniteError, ShapeMismatchError)
+from ._coerce import as_embeddings
 from ._tensor import Embeddings, Tensor, Usage, check_byteorder, check_dtype, row_bytes
 
-__all__ = ["encode_json", "decode_json"]
+__all__ = ["encode_json", "decode_json", "from_openai"]
 
 _FLOATS = ("float32", "float16", "bfloat16", "float64")
 _BYTE_AT = re.compile(r"\(byte (\d+)\)")
@@ -36,8 +38,7 @@ def encode_json(emb: Embeddings | Tensor, encoding_format: str = "base64", byteo
     >>> encode_json(Embeddings(Tensor.from_array(np.array([1.0, 0.5], dtype=np.float32)), "m"))
     b'{"object":"list","data":[{"object":"embedding","index":0,"embedding":"AACAPwAAAD8="}],"model":"m","usage":{"prompt_tokens":0,"total_tokens":0},"dtype":"float32","byteorder":"little","dimensions":2}'
     """
-    if isinstance(emb, Tensor):
-        emb = Embeddings(emb)
+    emb = as_embeddings(emb)
     t = emb.tensor
     check_byteorder(byteorder)
     usage = emb.usage or Usage()
@@ -45,14 +46,7 @@ def encode_json(emb: Embeddings | Tensor, encoding_format: str = "base64", byteo
         orjson.dumps(emb.model or ""), usage.prompt_tokens, usage.total_tokens, t.dtype.encode(),
         (byteorder if encoding_format == "base64" else "little").encode(), t.d)
     if encoding_format == "base64":
-        rows = _base64_rows(t, byteorder)
-        parts = [b'{"object":"list","data":[']
-        for i, row in enumerate(rows):
-            parts.append(b'%s{"object":"embedding","index":%d,"embedding":"' % (b"," if i else b"", i))
-            parts.append(row)
-            parts.append(b'"}')
-        parts.append(tail)
-        return b"".join(parts)
+        return _base64_envelope(t, byteorder, tail)
     if encoding_format != "float":
         raise InvalidFieldError(f"encoding_format must be 'float' or 'base64', got {encoding_format!r}",
                                 field="encoding_format")
@@ -68,15 +62,85 @@ def encode_json(emb: Embeddings | Tensor, encoding_format: str = "base64", byteo
     return b'{"object":"list","data":[' + data[1:-1] + tail
 
 
-def _base64_rows(t: Tensor, byteorder: str) -> list:
-    rb = row_bytes(t.dtype, t.d)
-    raw = t.to_bytes(byteorder)
-    if t.n and rb % 3 == 0:  # rows are whole Base64 groups: one SIMD call, then slices
-        whole = memoryview(b64encode(raw))
-        w = rb // 3 * 4
-        return [whole[i * w:(i + 1) * w] for i in range(t.n)]
-    view = memoryview(raw)
-    return [b64encode(view[i * rb:(i + 1) * rb]) for i in range(t.n)]
+_CHUNK = 48 << 10  # bytes of tensor per pybase64 call: its output stays small and comes from the heap
+_SCRATCH: list[bytearray] = []  # output buffers kept for the next call (one per concurrent encoder)
+_SCRATCH_LOCK = threading.Lock()
+_SCRATCH_KEEP = 64 << 20  # a buffer larger than this is not kept
+
+
+def _base64_envelope(t: Tensor, byteorder: str, tail: bytes) -> bytes:
+    """The Base64 envelope, written into a reused scratch buffer and returned as one ``bytes``: the
+    only large allocation of a call is the result itself. (Joining a list of parts over one big
+    Base64 string made two; freeing both let glibc give the memory back to the system, so every
+    call, not only the first, paid a page fault per 4 KiB of output.)
+
+    Rows whose index has the same number of digits lie at a fixed stride, so each such group is one
+    2-D numpy view of the buffer: the JSON around the rows is written a column at a time, and the
+    Base64 of 48 KiB of tensor at a time (pybase64's output stays small and is reused from the heap).
+    """
+    n, rb = t.n, row_bytes(t.dtype, t.d)
+    w = (rb + 2) // 3 * 4
+    raw = memoryview(t.to_bytes(byteorder)).cast("B") if n else memoryview(b"")
+    groups, lo, digits = [], 0, 1  # (first row, end, digits of the index, comma before the row)
+    while lo < n:
+        hi = 1 if lo == 0 else min(n, 10 ** digits)
+        groups.append((lo, hi, digits, 1 if lo else 0))
+        lo = hi
+        digits = len(str(hi))
+    fixed = len(_PRE1) + len(_PRE2) + w + len(_POST)
+    size = len(_HEAD) + len(tail) + sum((hi - lo) * (comma + fixed + nd) for lo, hi, nd, comma in groups)
+    with _SCRATCH_LOCK:
+        buf = _SCRATCH.pop() if _SCRATCH else bytearray()
+    try:
+        if len(buf) < size:
+            buf = bytearray(size)
+        out = np.frombuffer(buf, np.uint8)
+        out[:len(_HEAD)] = _bytes_array(_HEAD)
+        pos = len(_HEAD)
+        per_chunk = max(1, _CHUNK // max(rb, 1))
+        for lo, hi, nd, comma in groups:
+            stride = comma + fixed + nd
+            block = out[pos:pos + (hi - lo) * stride].reshape(hi - lo, stride)  # a view: writes land in buf
+            col = comma
+            if comma:
+                block[:, 0] = 0x2C  # ','
+            block[:, col:col + len(_PRE1)] = _bytes_array(_PRE1)
+            col += len(_PRE1)
+            index = np.arange(lo, hi)
+            for k in range(nd):
+                block[:, col + k] = index // 10 ** (nd - 1 - k) % 10 + 0x30
+            col += nd
+            block[:, col:col + len(_PRE2)] = _bytes_array(_PRE2)
+            col += len(_PRE2)
+            for c0 in range(lo, hi, per_chunk):
+                c1 = min(hi, c0 + per_chunk)
+                if rb % 3 == 0:  # whole Base64 groups: the rows' encodings are one encoding's slices
+                    enc = b64encode(raw[c0 * rb:c1 * rb])
+                else:
+                    enc = b"".join([b64encode(raw[i * rb:(i + 1) * rb]) for i in range(c0, c1)])
+                block[c0 - lo:c1 - lo, col:col + w] = np.frombuffer(enc, np.uint8).reshape(c1 - c0, w)
+            col += w
+            block[:, col:col + len(_POST)] = _bytes_array(_POST)
+            pos += (hi - lo) * stride
+        out[pos:pos + len(tail)] = _bytes_array(tail)
+        pos += len(tail)
+        result = out[:pos].tobytes()
+        del out
+    finally:
+        if len(buf) <= _SCRATCH_KEEP:
+            with _SCRATCH_LOCK:
+                _SCRATCH.append(buf)
+    return result
+
+
+def _bytes_array(b: bytes) -> np.ndarray:
+    return np.frombuffer(b, np.uint8)
+
+
+_HEAD = b'{"object":"list","data":['
+_PRE1 = b'{"object":"embedding","index":'
+_PRE2 = b',"embedding":"'
+_POST = b'"}'
 
 
 def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
@@ -92,6 +156,10 @@ def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
         raise MalformedError(f"invalid JSON: {exc}", offset=int(at.group(1)) if at else None) from None
     if not isinstance(doc, dict):
         raise MalformedError("an embeddings response must be a JSON object", offset=0)
+    return _from_doc(doc)
+
+
+def _from_doc(doc: dict) -> Embeddings:
     data = doc.get("data")
     if not isinstance(data, list):
         raise InvalidFieldError("missing or not an array", field="data")
@@ -107,6 +175,27 @@ def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
     if model is not None and not isinstance(model, str):
         raise InvalidFieldError("must be a string", field="model")
     return Embeddings(tensor, model, Usage.parse(doc.get("usage")))
+
+
+def from_openai(response) -> np.ndarray:
+    """The vectors of an OpenAI embeddings response as one ``(n, d)`` float32 array, rows in ``index``
+    order: an ``openai`` SDK ``CreateEmbeddingResponse`` (asked for with ``encoding_format="base64"``,
+    or with float lists), its ``model_dump()`` dict, or the raw JSON body as bytes or str.
+
+    >>> from_openai('{"data":[{"object":"embedding","index":0,"embedding":"AACAPwAAIMA="}]}')
+    array([[ 1. , -2.5]], dtype=float32)
+    """
+    if isinstance(response, (bytes, bytearray, memoryview, str)):
+        emb = decode_json(response)
+    elif isinstance(response, dict):
+        emb = _from_doc(response)
+    elif hasattr(response, "data"):  # the SDK's pydantic model: no model_dump() of every float
+        emb = _from_doc({"data": [{"index": e.index, "embedding": e.embedding} for e in response.data]})
+    else:
+        raise TypeError(f"from_openai takes an OpenAI embeddings response (SDK object, dict, bytes or str), "
+                        f"got {type(response).__name__}")
+    t = emb.tensor
+    return t.array if t.dtype == "float32" else widen(t) if t.dtype == "bfloat16" else t.array.astype(np.float32)
 
 
 def _place_rows(data: list) -> tuple[list, list[int]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 
 from ._errors import InvalidFieldError, MalformedError, TruncatedError
+from ._coerce import as_embeddings
 from ._tensor import Embeddings, Tensor, Usage, check_dtype
 
 __all__ = ["encode_msgpack", "decode_msgpack"]
@@ -50,8 +51,7 @@ def _bin_header(n: int) -> bytes:
 
 def encode_msgpack(emb: Embeddings | Tensor) -> bytes:
     """The map ``{model?, dtype, shape, data, usage?}`` in the smallest encodings (byte-exact)."""
-    if isinstance(emb, Tensor):
-        emb = Embeddings(emb)
+    emb = as_embeddings(emb)
     t = emb.tensor
     count = 3 + (emb.model is not None) + (emb.usage is not None)
     head = [bytes((0x80 | count,))]

@@ -10,6 +10,7 @@ against the protobuf runtime with classes compiled from the shipped .proto.
 from __future__ import annotations
 
 from ._errors import InvalidFieldError, MalformedError, TruncatedError, UnknownDtypeError
+from ._coerce import as_tensor
 from ._tensor import DTYPES, Embeddings, Tensor, Usage
 
 __all__ = ["encode_protobuf", "decode_protobuf", "DTYPE_ENUM"]
@@ -35,7 +36,9 @@ def _tensor_head(t: Tensor, data_len: int) -> bytes:
 
 
 def encode_protobuf(emb: Embeddings | Tensor) -> bytes:
-    """A ``Tensor`` message for a bare tensor, an ``EmbeddingsResponse`` for Embeddings."""
+    """A ``Tensor`` message for a bare tensor (or array), an ``EmbeddingsResponse`` for Embeddings."""
+    if not isinstance(emb, (Tensor, Embeddings)):
+        emb = as_tensor(emb)
     if isinstance(emb, Tensor):
         data = emb.to_bytes("little")
         return b"".join((_tensor_head(emb, len(data)), data))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ._errors import InvalidFieldError
+from ._coerce import as_embeddings
 from ._tensor import Embeddings, Tensor, Usage, check_dtype
 
 __all__ = ["encode_raw", "decode_raw"]
@@ -12,8 +13,7 @@ __all__ = ["encode_raw", "decode_raw"]
 
 def encode_raw(emb: Embeddings | Tensor) -> tuple[bytes | memoryview, dict[str, str]]:
     """The body (a view of the tensor, no copy) and its ``Densewire-*`` headers."""
-    if isinstance(emb, Tensor):
-        emb = Embeddings(emb)
+    emb = as_embeddings(emb)
     t = emb.tensor
     headers = {"Densewire-Version": "1", "Densewire-Dtype": t.dtype, "Densewire-Shape": f"{t.n},{t.d}",
                "Densewire-Byteorder": "little"}

@@ -1,0 +1,201 @@
+"""``AsyncClient`` and ``Client`` for the embeddings API.
+
+They ask for the fastest format the server offers (raw, then MessagePack, Protobuf, JSON) and
+decode whatever comes back by its Content-Type, as views of the one buffer the body was read into.
+Against an OpenAI-compatible server that only speaks JSON they get JSON with Base64 rows.
+
+They send ``Accept-Encoding: identity`` unless told otherwise: float vectors barely compress (256
+MiniLM vectors keep 91.7 to 92.9 % of their size under gzip, zstd or brotli at any level) while gzip
+-6 compresses at about 40 MB/s, 800 times slower than copying the bytes
+(bench/python/compression.py), so on a datacenter network compression costs far more time than the
+7 % it saves. Pass ``accept_encoding="zstd, gzip"`` for a slow link.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import orjson
+import yarl
+
+from .._errors import DensewireError
+from .._formats import MEDIA_TYPES, decode, format_for_media_type
+from .._tensor import Embeddings
+from ._errors import APIError
+from ._loop import LoopThread
+from ._retry import RetryPolicy
+from ._transport import Response, Transport, raise_for_status
+
+__all__ = ["Client", "AsyncClient", "DEFAULT_ACCEPT"]
+
+DEFAULT_ACCEPT = (f"{MEDIA_TYPES['raw']}, {MEDIA_TYPES['msgpack']};q=0.9, {MEDIA_TYPES['protobuf']};q=0.8, "
+                  f"{MEDIA_TYPES['json']};q=0.5")
+
+
+def base_url_of(url: str) -> str:
+    """``http://host:8000/v1/`` -> ``http://host:8000``."""
+    return url.rstrip("/").removesuffix("/v1")
+
+
+def auth_headers(api_key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def _request_body(texts, model: str | None, dimensions: int | None, dtype: str) -> bytes:
+    body: dict[str, Any] = {"input": texts if isinstance(texts, str) else list(texts), "encoding_format": "base64"}
+    if model is not None:
+        body["model"] = model
+    if dimensions is not None:
+        body["dimensions"] = dimensions
+    if dtype != "float32":  # densewire's field; plain OpenAI-compatible servers may reject unknown fields
+        body["dtype"] = dtype
+    return orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def _decode_response(response: Response) -> Embeddings:
+    raise_for_status(response)
+    fmt = format_for_media_type(response.header("Content-Type", "application/json")) or "json"
+    try:
+        return decode(response.body, fmt, response.headers)
+    except DensewireError as exc:
+        raise APIError(response.status, f"the server's {fmt} response does not decode: {exc}", exc.category,
+                       exc.field, exc.offset, attempts=response.attempts) from exc
+
+
+def _as_array(emb: Embeddings) -> np.ndarray:
+    t = emb.tensor
+    return t.to_float32() if t.dtype == "bfloat16" else t.array
+
+
+def _progress(total: int, enabled: bool) -> Callable[[int], None]:
+    if not enabled:
+        return lambda _k: None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        raise ImportError("progress=True needs tqdm: pip install tqdm") from None
+    return tqdm(total=total, unit="text").update
+
+
+class AsyncClient:
+    """The asyncio client: ``await client.embed(["a", "b"])`` returns an ``(n, d)`` numpy array.
+
+    ``max_retries`` (default 2) retries 429, 503 and connection errors before an answer, waiting
+    ``backoff_base * 2**k`` seconds at most (full jitter, capped at ``backoff_cap``) and at least
+    the server's ``Retry-After``. Errors raise :class:`APIError` subclasses
+    (:class:`RateLimitError` for 429) or :class:`APIConnectionError`. ``http_client`` may be an
+    ``aiohttp.ClientSession`` of your own (proxies, TLS), made with ``auto_decompress=False``; it is
+    not closed by :meth:`aclose`."""
+
+    def __init__(self, base_url: str = "http://127.0.0.1:8000", *, api_key: str | None = None,
+                 model: str | None = None, timeout: float | None = 120.0, accept: str = DEFAULT_ACCEPT,
+                 accept_encoding: str = "identity", max_retries: int = 2, backoff_base: float = 0.5,
+                 backoff_cap: float = 8.0, max_connections: int = 64, http_client: Any = None) -> None:
+        self.base_url = base_url_of(base_url)
+        self.model = model
+        self._url = yarl.URL(f"{self.base_url}/v1/embeddings")
+        self._headers = {"Accept": accept, "Accept-Encoding": accept_encoding, "Content-Type": "application/json",
+                         **auth_headers(api_key)}
+        self._transport = Transport(timeout=timeout, retry=RetryPolicy(max_retries, backoff_base, backoff_cap),
+                                    max_connections=max_connections, session=http_client)
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._transport.close()
+
+    async def create(self, texts, *, model: str | None = None, dimensions: int | None = None,
+                     dtype: str = "float32") -> Embeddings:
+        """One request: the decoded response with its model and usage."""
+        body = _request_body(texts, model or self.model, dimensions, dtype)
+        return _decode_response(await self._transport.request("POST", self._url, self._headers, body))
+
+    async def embed(self, texts, *, model: str | None = None, dimensions: int | None = None,
+                    dtype: str = "float32") -> np.ndarray:
+        """Vectors of one request as an (n, d) array (float16 stays float16; bfloat16 widens to float32;
+        binary is packed uint8)."""
+        return _as_array(await self.create(texts, model=model, dimensions=dimensions, dtype=dtype))
+
+    async def embed_many(self, texts: Sequence[str], *, batch_size: int = 256, concurrency: int = 4,
+                         model: str | None = None, dimensions: int | None = None, dtype: str = "float32",
+                         progress: bool = False) -> np.ndarray:
+        """Many texts in batches, ``concurrency`` requests at a time, in input order."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        spans = [(i, min(i + batch_size, len(texts))) for i in range(0, len(texts), batch_size)]
+        update = _progress(len(texts), progress)
+        gate = asyncio.Semaphore(max(1, concurrency))
+
+        async def one(lo: int, hi: int) -> np.ndarray:
+            async with gate:
+                out = await self.embed(list(texts[lo:hi]), model=model, dimensions=dimensions, dtype=dtype)
+            update(hi - lo)
+            return out
+
+        tasks = [asyncio.ensure_future(one(lo, hi)) for lo, hi in spans]
+        try:
+            results = await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:  # the first error ends the job: do not leave the other batches running
+                task.cancel()
+        return np.concatenate(results) if results else np.empty((0, 0), np.float32)
+
+    async def models(self) -> list[str]:
+        """The ids of ``GET /v1/models``."""
+        response = await self._transport.request("GET", f"{self.base_url}/v1/models",
+                                                 {**self._headers, "Accept": "application/json"})
+        raise_for_status(response)
+        return [m["id"] for m in orjson.loads(response.body)["data"]]
+
+
+class Client:
+    """The synchronous client, with the arguments and methods of :class:`AsyncClient` (``close()``
+    instead of ``aclose()``). It runs the async client on a private event loop thread, so one
+    ``Client`` may be used from many threads at once."""
+
+    def __init__(self, base_url: str = "http://127.0.0.1:8000", *, api_key: str | None = None,
+                 model: str | None = None, timeout: float | None = 120.0, accept: str = DEFAULT_ACCEPT,
+                 accept_encoding: str = "identity", max_retries: int = 2, backoff_base: float = 0.5,
+                 backoff_cap: float = 8.0, max_connections: int = 64) -> None:
+        self._async = AsyncClient(base_url, api_key=api_key, model=model, timeout=timeout, accept=accept,
+                                  accept_encoding=accept_encoding, max_retries=max_retries,
+                                  backoff_base=backoff_base, backoff_cap=backoff_cap, max_connections=max_connections)
+        self.base_url, self.model = self._async.base_url, model
+        self._loop = LoopThread("densewire-client")
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._loop.close(self._async.aclose())
+
+    def create(self, texts, *, model: str | None = None, dimensions: int | None = None,
+               dtype: str = "float32") -> Embeddings:
+        """One request: the decoded response with its model and usage."""
+        return self._loop.run(self._async.create(texts, model=model, dimensions=dimensions, dtype=dtype))
+
+    def embed(self, texts, *, model: str | None = None, dimensions: int | None = None,
+              dtype: str = "float32") -> np.ndarray:
+        """Vectors of one request as an (n, d) array."""
+        return _as_array(self.create(texts, model=model, dimensions=dimensions, dtype=dtype))
+
+    def embed_many(self, texts: Sequence[str], *, batch_size: int = 256, concurrency: int = 4,
+                   model: str | None = None, dimensions: int | None = None, dtype: str = "float32",
+                   progress: bool = False) -> np.ndarray:
+        """Many texts in batches, ``concurrency`` requests at a time, in input order."""
+        return self._loop.run(self._async.embed_many(texts, batch_size=batch_size, concurrency=concurrency, model=model,
+                                                     dimensions=dimensions, dtype=dtype, progress=progress))
+
+    def models(self) -> list[str]:
+        """The ids of ``GET /v1/models``."""
+        return self._loop.run(self._async.models())
