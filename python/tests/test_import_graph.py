@@ -18,7 +18,6 @@ PACKAGE = "densewire"
 #: Modules still importing an optional dependency inside a function, and why.
 LATE_IMPORTS_ALLOWED = {
     "densewire._arrow": "_pyarrow() names the arrow extra itself; owned by the codec",
-    "densewire._client": "httpx and tqdm are imported when a client is built; owned by the client",
 }
 
 

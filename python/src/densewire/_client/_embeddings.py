@@ -21,6 +21,7 @@ import numpy as np
 import orjson
 import yarl
 
+from .._optional import require
 from .._errors import DensewireError
 from .._formats import MEDIA_TYPES, decode, format_for_media_type
 from .._tensor import Embeddings
@@ -73,10 +74,7 @@ def _as_array(emb: Embeddings) -> np.ndarray:
 def _progress(total: int, enabled: bool) -> Callable[[int], None]:
     if not enabled:
         return lambda _k: None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        raise ImportError("progress=True needs tqdm: pip install tqdm") from None
+    tqdm = require("tqdm", package="tqdm", feature="progress=True").tqdm
     return tqdm(total=total, unit="text").update
 
 
