@@ -12,7 +12,8 @@
  * batch; several batches are concatenated (one copy). Bool columns are unpacked from bits to bytes and
  * strings decoded, so those are new arrays.
  */
-import { loadArrow } from "../arrow.js";
+import { checkArrowStream } from "../arrowcheck.js";
+import { ownBuffer, loadArrow } from "../arrow.js";
 import { DensewireError } from "../errors.js";
 import {
   type ColumnType,
@@ -20,6 +21,7 @@ import {
   type TableColumn,
   type TableDecodeOptions,
   allocColumn,
+  checkDataLength,
   columnOfBytes,
   parseColumnType,
   vectorDimensions,
@@ -45,8 +47,11 @@ function typeOfArrow(A: ArrowModule, t: unknown, extension: string | undefined):
   return undefined;
 }
 
-/** One batch's part of a fixed-width column, as little-endian bytes (a view). */
-function fixedBytes(data: ArrowData, type: ColumnType): Uint8Array {
+/**
+ * One batch's part of a fixed-width column, as little-endian bytes (a view). apache-arrow does not
+ * check a buffer against the batch's length: a buffer shorter than the rows need is length_mismatch.
+ */
+function fixedBytes(data: ArrowData, type: ColumnType, field: string): Uint8Array {
   const d = vectorDimensions(type);
   let values: ArrayBufferView;
   let start: number;
@@ -66,6 +71,8 @@ function fixedBytes(data: ArrowData, type: ColumnType): Uint8Array {
     count = data.length;
   }
   const size = (values as Uint8Array).BYTES_PER_ELEMENT;
+  const available = (values as Uint8Array).length - start;
+  if (available < count) checkDataLength(Math.max(available, 0) * size, count * size, field);
   return new Uint8Array(values.buffer, values.byteOffset + start * size, count * size);
 }
 
@@ -84,6 +91,7 @@ export async function decodeTableArrow(body: Uint8Array | ArrayBuffer, options: 
   if (head !== -1 && !(head > 0 && head + 4 <= bytes.length)) {
     throw new DensewireError("malformed", "not an Arrow IPC stream (no schema message at the start)", { offset: 0 });
   }
+  checkArrowStream(bytes);
   let t: InstanceType<ArrowModule["Table"]>;
   try {
     t = A.tableFromIPC(bytes);
@@ -132,8 +140,8 @@ export async function decodeTableArrow(body: Uint8Array | ArrayBuffer, options: 
       }
       return col;
     }
-    if (parts.length === 1) return columnOfBytes(field.name, type, fixedBytes(parts[0]!, type));
-    const chunks = parts.map((p) => fixedBytes(p, type));
+    if (parts.length === 1) return columnOfBytes(field.name, type, fixedBytes(parts[0]!, type, field.name));
+    const chunks = parts.map((p) => fixedBytes(p, type, field.name));
     const all = new Uint8Array(chunks.reduce((s, c) => s + c.length, 0));
     let at = 0;
     for (const c of chunks) {
@@ -163,7 +171,8 @@ export async function encodeTableArrow(table: Table): Promise<Uint8Array> {
   const n = table.rows;
   const fields: InstanceType<ArrowModule["Field"]>[] = [];
   const children: ArrowData[] = [];
-  for (const c of table.columns) {
+  for (const column of table.columns) {
+    const c = Array.isArray(column.values) ? column : ({ ...column, values: ownBuffer(column.values) } as TableColumn);
     const meta = new Map([["densewire.type", c.type as string]]);
     let data: ArrowData;
     switch (c.type) {
