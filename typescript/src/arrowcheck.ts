@@ -131,8 +131,9 @@ function recordBatch(t: Table): void {
 
 /**
  * Checks the metadata of every message of an Arrow IPC stream (encapsulated, with or without the
- * 0xFFFFFFFF continuation marker) up to its end-of-stream marker. A message or body cut short is left
- * to the reader (its own error); a metadata whose tables or vectors reach outside it is `malformed`.
+ * 0xFFFFFFFF continuation marker) up to its end-of-stream marker. A metadata cut short is left to the
+ * reader (its own error); one whose tables or vectors reach outside it is `malformed`; a body longer
+ * than the bytes left is `truncated` (offset: the stream's length).
  */
 export function checkArrowStream(bytes: Uint8Array): void {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -173,7 +174,10 @@ export function checkArrowStream(bytes: Uint8Array): void {
     const p = message.field(3);
     const body = p === 0 ? 0 : m.u32(p, "the body length") + 2 ** 32 * m.u32(p + 4, "the body length");
     pos += size;
-    if (body > bytes.length - pos) return; // cut short: the reader says so
+    if (body > bytes.length - pos) {
+      // apache-arrow runs out of heap on a body length of petabytes; what is missing is missing
+      throw new DensewireError("truncated", `the Arrow message at offset ${at} announces a ${body}-byte body, ${bytes.length - pos} bytes remain`, { offset: bytes.length });
+    }
     pos += body;
   }
 }

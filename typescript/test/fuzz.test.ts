@@ -41,7 +41,10 @@ import { loadTablesGolden } from "./tables-helpers.js";
 
 
 const utf8 = new TextEncoder();
-const bodyOf = (c: GoldenCase) => ("encoded_hex" in c ? fromHex(c["encoded_hex"] as string) : utf8.encode(c["encoded_text"] as string));
+const bodyOf = (c: GoldenCase) => {
+  const hex = c["encoded_hex"] ?? c["input_hex"];
+  return typeof hex === "string" ? fromHex(hex) : utf8.encode(String(c["encoded_text"] ?? c["input_text"] ?? ""));
+};
 
 function sameTensor(a: Tensor, b: Tensor, input: Uint8Array): void {
   const bytes = (t: Tensor) => toHex(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
@@ -236,6 +239,25 @@ describe("fuzz findings", () => {
     );
     await assertDensewireErrorAsync(() => decodeArrow(body), { category: "malformed", offset: 0 });
     await assertDensewireErrorAsync(() => decodeTableArrow(body), { category: "malformed", offset: 0 });
+  });
+
+  it("an Arrow message announcing a body of petabytes is truncated, not a heap exhaustion", async () => {
+    // arrow.*, mutated: the schema message announces a 3,377,742,670,200,832-byte body; apache-arrow ran out of heap
+    const body = fromHex(
+    "ffffffffa80100001000000000005c000e000600050008000a000000000104001000000000000a000c000000040008000a000000a000000004000000" +
+    "0300000068000000380000000400000024ffffff100000000400000001000000330000001400000064656e7365776972652e64696d656e73696f6e73" +
+    "0000000054ffffff140000000400000007000000666c6f61743332000f00000064656e7365776972652e64747970650080ffffff1000000004000000" +
+    "01000000310000001100000064656e7365776972652e76657273696f6e00000001000000180000000000120018000800000007000c00000010001400" +
+    "12000000000000101800000068000000080000001c000000010000007000000009000000656d62656464696e67000000010000000c00000008000c00" +
+    "0400080008000000140000000400000007000000666c6f61743332000f00000064656e7365776972652e647439706500000006000800040006000000" +
+    "03000000100014000800000007000c00000010001000000000000003100000001c0000000400000000000000040000006974656d0000060008000600" +
+    "060000000000010000000000ffffffffa800000014000000000000000c0016000600050008000c000c00000000030400180000001800000000000000" +
+    "00000a0018000c00040008000a0000004c00000010000000020000000000000000000000030000000000000000000000000000000000004e614e0000" +
+    "000000000000000000000000000000000000000000000018000000000000000000000002000000020000000000000000000000000000000600000000" +
+    "00000000000000000000000000803f000020c0cdcccc3d000040400000003f000080bfffffffff00000000",
+    );
+    await assertDensewireErrorAsync(() => decodeArrow(body), { category: "truncated", offset: body.length });
+    await assertDensewireErrorAsync(() => decodeTableArrow(body), { category: "truncated", offset: body.length });
   });
 
   it("an Arrow buffer shorter than the rows need is length_mismatch, not a RangeError", async () => {
