@@ -90,6 +90,8 @@ def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
     except msgspec.DecodeError as exc:
         at = _BYTE_AT.search(str(exc))
         raise MalformedError(f"invalid JSON: {exc}", offset=int(at.group(1)) if at else None) from None
+    except UnicodeDecodeError:  # msgspec's error for a string that is not UTF-8 (found by fuzzing)
+        raise MalformedError("invalid JSON: a string is not valid UTF-8", offset=_utf8_error_at(body)) from None
     if not isinstance(doc, dict):
         raise MalformedError("an embeddings response must be a JSON object", offset=0)
     data = doc.get("data")
@@ -107,6 +109,17 @@ def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
     if model is not None and not isinstance(model, str):
         raise InvalidFieldError("must be a string", field="model")
     return Embeddings(tensor, model, Usage.parse(doc.get("usage")))
+
+
+def _utf8_error_at(body) -> int | None:
+    """The offset of the first byte that is not UTF-8, or None (a str, or an escaped lone surrogate)."""
+    if isinstance(body, str):
+        return None
+    try:
+        bytes(body).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
 
 
 def _place_rows(data: list) -> tuple[list, list[int]]:
