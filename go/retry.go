@@ -120,13 +120,15 @@ func (c *Client) do(req *http.Request) (*http.Response, []byte, error) {
 	policy := c.retryPolicy()
 	for attempt := 1; ; attempt++ {
 		r := req
-		if attempt > 1 && req.GetBody != nil {
-			body, err := req.GetBody()
-			if err != nil {
-				return nil, nil, err
-			}
+		if attempt > 1 { // a fresh request, and a fresh body reader, for each attempt
 			r = req.Clone(ctx)
-			r.Body = body
+			if req.GetBody != nil {
+				body, err := req.GetBody()
+				if err != nil {
+					return nil, nil, err
+				}
+				r.Body = body
+			}
 		}
 		var wait time.Duration
 		resp, err := hc.Do(r)
