@@ -4,7 +4,9 @@
  * few hundred bytes whose schema claims 2³¹ fields (or fields nested as a DAG, each child visited many
  * times) make it build arrays until the JavaScript heap is exhausted, which kills the process. Here
  * every table and vector a reader would visit must lie inside its message, and the tables visited are
- * at most the message's bytes; otherwise the stream is `malformed`, with the offset of the message.
+ * at most the message's bytes, and every name and metadata key and value is UTF-8 (apache-arrow reads
+ * others with U+FFFD in place, where the other languages' decoders refuse them); otherwise the stream
+ * is `malformed`, with the offset of the message.
  */
 import { DensewireError } from "./errors.js";
 
@@ -95,6 +97,12 @@ class Table {
     return { start: p + 4, length };
   }
 
+  /** A string field: its bytes must be UTF-8 (apache-arrow would turn them into U+FFFD silently). */
+  utf8(slot: number, what: string): void {
+    const { start, length } = this.vector(slot, 1, what);
+    if (length > 0 && !isUtf8(this.m.bytes.subarray(start, start + length))) this.m.fail(`${what} is not valid UTF-8`);
+  }
+
   /** The tables of a vector of tables. */
   *tables(slot: number, what: string): Generator<Table> {
     const { start, length } = this.vector(slot, 4, what);
@@ -105,16 +113,26 @@ class Table {
   }
 }
 
+const strict = new TextDecoder("utf-8", { fatal: true });
+function isUtf8(bytes: Uint8Array): boolean {
+  try {
+    strict.decode(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function keyValues(t: Table, slot: number, what: string): void {
   for (const kv of t.tables(slot, what)) {
-    kv.vector(0, 1, `${what} key`);
-    kv.vector(1, 1, `${what} value`);
+    kv.utf8(0, `${what} key`);
+    kv.utf8(1, `${what} value`);
   }
 }
 
 function field(t: Table, depth: number): void {
   if (depth > 64) t.m.fail("fields nest deeper than 64");
-  t.vector(0, 1, "a field name");
+  t.utf8(0, "a field name");
   t.child(3, "a field type");
   const dictionary = t.child(4, "a dictionary encoding");
   dictionary?.child(1, "a dictionary index type");
