@@ -5,7 +5,7 @@ bytes and JSON/CSV tokens inserted, runs duplicated, two bodies spliced) and che
 returns a result or raises a ``DensewireError`` (never another exception, never a hang: 10 s per
 input), that the result is bounded by the input (64 bytes per input byte and 64 KiB) and the process
 grew by less than 1 GiB over the whole target (no allocation blow-up), and that what decodes encodes
-and decodes again to the same bits. ``FUZZ_RUNS`` inputs per target (1000 here, derandomized so CI
+and decodes again to the same bits. ``FUZZ_RUNS`` inputs per target (500 here, derandomized so CI
 sees the same inputs: hypothesis spends about 10 ms of its own on each input on a loaded 2-core
 machine; the long run of bench/fuzz/RESULTS.md sets more, and ``FUZZ_SEED``).
 """
@@ -28,7 +28,7 @@ from densewire import DensewireError
 GOLDEN = Path(__file__).resolve().parents[2] / "testdata" / "golden"
 TENSORS = json.loads((GOLDEN / "tensors.json").read_text())["cases"]
 TABLES = json.loads((GOLDEN / "tables.json").read_text())["cases"]
-RUNS = int(os.environ.get("FUZZ_RUNS", "1000"))
+RUNS = int(os.environ.get("FUZZ_RUNS", "500"))
 SEED = os.environ.get("FUZZ_SEED")
 
 FUZZ = settings(max_examples=RUNS, deadline=None, database=None, derandomize=SEED is None,
