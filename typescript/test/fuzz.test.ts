@@ -302,6 +302,12 @@ describe("fuzz findings", () => {
     }
   });
 
+  it("an Arrow column with an empty name is invalid_field, as SPEC.md section 15.1 says", async () => {
+    const body = bodyOf(tables.find((c) => c.id === "table.arrow.all_types")!);
+    body[500] = 0x10; // column 6's name becomes "" (apache-arrow wrote it back as "null")
+    await assertDensewireErrorAsync(() => decodeTableArrow(body), { category: "invalid_field", field: "columns[6].name" });
+  });
+
   it("an Arrow buffer shorter than the rows need is length_mismatch, not a RangeError", async () => {
     const body = pointsF32();
     body[873] = 0x01; // the uuid buffer's offset moves past the body's end

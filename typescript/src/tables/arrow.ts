@@ -151,6 +151,14 @@ export async function decodeTableArrow(body: Uint8Array | ArrayBuffer, options: 
     return columnOfBytes(field.name, type, all);
   });
   const name = t.schema.metadata.get("densewire.table") ?? options.name ?? "";
+  // SPEC.md section 15.1: names are unique and non-empty; Arrow allows "" and repeats (found by fuzzing)
+  const seen = new Set<string>();
+  columns.forEach((c, i) => {
+    if (c.name === "" || seen.has(c.name)) {
+      throw new DensewireError("invalid_field", `column ${i} needs a unique non-empty name, got ${JSON.stringify(c.name)}`, { field: `columns[${i}].name` });
+    }
+    seen.add(c.name);
+  });
   return { name, rows: n, columns };
 }
 
