@@ -39,6 +39,9 @@ type Client struct {
 	// MaxResponseBytes bounds the size of one response body; 0 means 1 GiB. A larger body is a
 	// PayloadTooLarge error.
 	MaxResponseBytes int64
+	// Retry says which failed requests are sent again and how long to wait (see RetryPolicy); nil
+	// means DefaultRetryPolicy (2 retries), &RetryPolicy{} none.
+	Retry *RetryPolicy
 }
 
 // EmbeddingsRequest is the request body of SPEC.md section 6.1 (input as strings).
@@ -216,9 +219,6 @@ func (c *Client) post(ctx context.Context, req *EmbeddingsRequest, input []strin
 	resp, body, err := c.do(hreq)
 	if err != nil {
 		return nil, nil, err
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, nil, ParseErrorResponse(resp.StatusCode, body)
 	}
 	ct := resp.Header.Get("Content-Type")
 	f, ok := FormatOf(ct)

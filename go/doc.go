@@ -52,7 +52,8 @@
 // [Client] calls POST /v1/embeddings on a densewire or OpenAI-compatible server: it splits the
 // input into batches sent concurrently (bounded, cancelled together by the context), asks for the
 // fastest body it can decode (raw, MessagePack, Protobuf, then JSON) and decodes whatever the
-// server chose. On the server side, [Negotiate] and [NegotiateRequest] pick a format from Accept
+// server chose, retrying a 429, a 503 or a failed connection with backoff (see [RetryPolicy]). On
+// the server side, [Negotiate] and [NegotiateRequest] pick a format from Accept
 // (q-values, RFC 9110) or the format query parameter, [WriteTensor] and [TensorHandler] answer in
 // it with Vary and optional gzip, and [WriteError] writes the OpenAI error envelope.
 //

@@ -27,6 +27,10 @@ const (
 	UnsupportedMediaType Category = "unsupported_media_type"
 	NotAcceptable        Category = "not_acceptable"
 	Unavailable          Category = "unavailable"
+	// RateLimited is a server's 429 answer: its admission is full (densewire serve
+	// --max-concurrent-requests); the client retries it (RetryPolicy). Whatever code the server's
+	// envelope names, errors.Is(err, RateLimited) holds for a 429.
+	RateLimited Category = "rate_limited"
 )
 
 // Error implements error, so that a Category can be a sentinel for errors.Is. It returns the
@@ -52,6 +56,8 @@ func (c Category) HTTPStatus() int {
 		return http.StatusNotAcceptable
 	case Unavailable:
 		return http.StatusServiceUnavailable
+	case RateLimited:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }
@@ -75,6 +81,8 @@ func categoryForStatus(status int) Category {
 		return NotAcceptable
 	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
 		return Unavailable
+	case http.StatusTooManyRequests:
+		return RateLimited
 	}
 	return Category("http_" + strconv.Itoa(status))
 }
@@ -88,6 +96,7 @@ type Error struct {
 	Offset   int      // where: characters of a Base64 string or bytes of a body; -1 if none
 	Status   int      // the HTTP status when the error is a server's answer; 0 otherwise
 	Err      error    // the underlying cause, if any
+	Attempts int      // how many times a Client sent the request (retries included); 0 for no request
 }
 
 func (e *Error) Error() string {
@@ -108,6 +117,11 @@ func (e *Error) Error() string {
 	} else {
 		b.WriteString(string(e.Category))
 	}
+	if e.Attempts == 1 {
+		b.WriteString(" (1 attempt)")
+	} else if e.Attempts > 1 {
+		b.WriteString(" (" + strconv.Itoa(e.Attempts) + " attempts)")
+	}
 	return b.String()
 }
 
@@ -117,7 +131,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // Is reports whether target is e's Category, so that errors.Is(err, densewire.Malformed) works.
 func (e *Error) Is(target error) bool {
 	c, ok := target.(Category)
-	return ok && c == e.Category
+	return ok && (c == e.Category || c == RateLimited && e.Status == http.StatusTooManyRequests)
 }
 
 // HTTPStatus is the status to answer this error with: Status if set, else the category's.

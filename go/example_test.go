@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	densewire "github.com/densewire/densewire/go"
 	_ "github.com/densewire/densewire/go/arrowipc" // registers the Arrow codec
@@ -38,6 +39,29 @@ func ExampleClient_Embed() {
 	// Output:
 	// 2 3 float32 m 6
 	// [1 -2.5 0.1]
+}
+
+func ExampleRetryPolicy() {
+	// A server whose admission stays full: every request is answered 429.
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "0")
+		densewire.WriteError(w, &densewire.Error{Category: densewire.RateLimited, Offset: -1, Message: "busy"})
+	}))
+	defer server.Close()
+
+	client := &densewire.Client{
+		BaseURL: server.URL,
+		Retry:   &densewire.RetryPolicy{MaxRetries: 3, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second},
+	}
+	_, _, err := client.Embed(context.Background(), &densewire.EmbeddingsRequest{Input: []string{"a text"}})
+	var e *densewire.Error
+	if errors.As(err, &e) && errors.Is(err, densewire.RateLimited) {
+		fmt.Println("still rate limited after", e.Attempts, "attempts")
+	}
+	fmt.Println(err)
+	// Output:
+	// still rate limited after 4 attempts
+	// densewire: server answered 429 rate_limited: busy (4 attempts)
 }
 
 func ExampleTensorHandler() {

@@ -37,12 +37,9 @@ func (c *Client) ListTables(ctx context.Context) ([]TableInfo, error) {
 		return nil, err
 	}
 	req.Header.Set("Accept", MediaJSON)
-	resp, body, err := c.do(req)
+	_, body, err := c.do(req)
 	if err != nil {
 		return nil, err
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, ParseErrorResponse(resp.StatusCode, body)
 	}
 	var list struct {
 		Data []struct {
@@ -185,9 +182,6 @@ func (c *Client) GetTable(ctx context.Context, name string, opts *GetTableOption
 		res.NotModified = true
 		return res, nil
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, ParseErrorResponse(resp.StatusCode, c.decompressError(resp, body))
-	}
 	if body, err = c.decompress(resp, body); err != nil {
 		return nil, err
 	}
@@ -247,24 +241,6 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body io.Re
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
 	return req, nil
-}
-
-// do sends the request and reads the (still encoded) body.
-func (c *Client) do(req *http.Request) (*http.Response, []byte, error) {
-	hc := c.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := readBody(resp, c.MaxResponseBytes)
-	if err != nil {
-		return nil, nil, err
-	}
-	return resp, body, nil
 }
 
 // decompress undoes the response's Content-Encoding (zstd, br, gzip, identity), reading at most

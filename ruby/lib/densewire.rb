@@ -10,7 +10,7 @@
 # Formats: Densewire::Base64, Densewire::JSONEnvelope, Densewire::Raw, Densewire::Msgpack (needs the
 # msgpack gem), Densewire::Protobuf, Densewire::Arrow; negotiation and dispatch by media type:
 # Densewire::Media; tables (SPEC.md section 15): Densewire::Table and its decoders
-# (TableProtobuf, TableMsgpack, TableJSON, TableCSV, TableArrow); HTTP: Densewire::Client. Errors: Densewire::Error and one
+# (TableProtobuf, TableMsgpack, TableJSON, TableCSV, TableArrow); HTTP: Densewire::Client (retries: Densewire::Retry). Errors: Densewire::Error and one
 # subclass per category of SPEC.md section 11.
 module Densewire
 end
@@ -34,4 +34,5 @@ require_relative "densewire/table_msgpack"
 require_relative "densewire/table_json"
 require_relative "densewire/table_csv"
 require_relative "densewire/table_arrow"
+require_relative "densewire/retry"
 require_relative "densewire/client"

@@ -10,6 +10,7 @@
  * 8 bytes) whenever the body itself starts aligned; a stream of several record batches is concatenated
  * (one copy).
  */
+import { checkArrowStream } from "./arrowcheck.js";
 import { type DType, type Embeddings, type Tensor, type Usage, DTYPES, allocData, bytesOf, checkLength, isDType, parseDType, rowBytes } from "./dtypes.js";
 import { DensewireError } from "./errors.js";
 
@@ -75,6 +76,7 @@ function dtypeOfItem(A: ArrowModule, t: unknown): DType | undefined {
 export async function decodeArrow(body: Uint8Array | ArrayBuffer): Promise<Embeddings> {
   const A = await loadArrow();
   const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
+  checkArrowStream(bytes);
   let table: InstanceType<ArrowModule["Table"]>;
   try {
     table = A.tableFromIPC(bytes);
@@ -156,6 +158,16 @@ export async function decodeArrow(body: Uint8Array | ArrayBuffer): Promise<Embed
   return result;
 }
 
+/**
+ * Values as apache-arrow's writer needs them: a view into a larger buffer is copied. The writer joins
+ * the body from the column views and collapses ranges of one buffer that touch or overlap, so views of
+ * one decoded body (a table decoded from a stream whose buffers overlap, found by fuzzing) came out
+ * shifted, or as a stream that does not read back.
+ */
+export function ownBuffer<T extends ArrayBufferView>(values: T): T {
+  return values.byteOffset === 0 && values.byteLength === values.buffer.byteLength ? values : (values as unknown as { slice(): T }).slice();
+}
+
 /** Encodes a tensor as an Arrow IPC stream: one schema, one record batch, end-of-stream. */
 export async function encodeArrow(tensor: Tensor | Embeddings, options: { model?: string; usage?: Usage } = {}): Promise<Uint8Array> {
   const A = await loadArrow();
@@ -163,6 +175,7 @@ export async function encodeArrow(tensor: Tensor | Embeddings, options: { model?
   if (!isDType(dtype)) parseDType(dtype);
   const [n, d] = tensor.shape;
   checkLength(tensor.data.byteLength, n * rowBytes(dtype, d), "data");
+  const data = ownBuffer(tensor.data);
   const model = options.model ?? (tensor as Embeddings).model;
   const usage = options.usage ?? (tensor as Embeddings).usage;
 
@@ -170,15 +183,15 @@ export async function encodeArrow(tensor: Tensor | Embeddings, options: { model?
   let column;
   if (dtype === "binary") {
     type = new A.FixedSizeBinary(rowBytes(dtype, d));
-    column = A.makeData({ type, length: n, nullCount: 0, data: bytesOf(tensor.data, 1) });
+    column = A.makeData({ type, length: n, nullCount: 0, data: bytesOf(data, 1) });
   } else {
     const inner = innerType(A, dtype);
     type = new A.FixedSizeList(d, new A.Field("item", inner, false));
-    // little-endian hosts: the tensor's own typed array, no copy
+    // little-endian hosts: the tensor's own typed array, no copy when it owns its buffer
     const values = new (inner.ArrayType as new (b: ArrayBufferLike, o: number, l: number) => Tensor["data"])(
-      tensor.data.buffer,
-      tensor.data.byteOffset,
-      tensor.data.byteLength / DTYPES[dtype].itemBytes,
+      data.buffer,
+      data.byteOffset,
+      data.byteLength / DTYPES[dtype].itemBytes,
     );
     const child = A.makeData({ type: inner, length: n * d, nullCount: 0, data: values } as never);
     column = A.makeData({ type, length: n, nullCount: 0, child } as never);

@@ -7,11 +7,12 @@
  */
 import { decodeArrow } from "./arrow.js";
 import { type DType, type Embeddings, allocData } from "./dtypes.js";
-import { DensewireError, DensewireHTTPError } from "./errors.js";
+import { DensewireError, DensewireHTTPError, RateLimitError } from "./errors.js";
 import { decodeJSON } from "./json.js";
 import { decodeMsgpack } from "./msgpack.js";
 import { decodeProtobuf } from "./protobuf.js";
 import { decodeRaw } from "./raw.js";
+import { type RetryOptions, fetchWithRetry, retryPolicy } from "./retry.js";
 
 /** The body formats of SPEC.md section 12. */
 export type Format = "json" | "raw" | "msgpack" | "protobuf" | "arrow";
@@ -62,8 +63,11 @@ export function acceptHeader(formats: readonly Format[] = DEFAULT_FORMATS): stri
 /** Raw, then MessagePack, then Protobuf, then JSON. Arrow is asked for only when listed (it needs apache-arrow). */
 export const DEFAULT_FORMATS: readonly Format[] = Object.freeze(["raw", "msgpack", "protobuf", "json"] as Format[]);
 
-/** Builds a {@link DensewireHTTPError} from a non-2xx response and its OpenAI-style error envelope. */
-export async function httpError(response: Response): Promise<DensewireHTTPError> {
+/**
+ * Builds a {@link DensewireHTTPError} from a non-2xx response and its OpenAI-style error envelope (a
+ * {@link RateLimitError} for a 429); `attempts` is how many times the request was sent.
+ */
+export async function httpError(response: Response, attempts = 0): Promise<DensewireHTTPError> {
   let text = "";
   try {
     text = await response.text();
@@ -80,13 +84,15 @@ export async function httpError(response: Response): Promise<DensewireHTTPError>
   const str = (v: unknown) => (typeof v === "string" ? v : null);
   const message = str(error?.["message"]) ?? (text.trim().slice(0, 500) || `HTTP ${response.status} ${response.statusText}`.trim());
   const offset = error?.["offset"];
-  return new DensewireHTTPError(response.status, message, {
+  const details = {
     code: str(error?.["code"]),
     param: str(error?.["param"]),
     type: str(error?.["type"]),
     offset: typeof offset === "number" ? offset : undefined,
     body: text,
-  });
+    attempts,
+  };
+  return response.status === 429 ? new RateLimitError(message, details) : new DensewireHTTPError(response.status, message, details);
 }
 
 /**
@@ -94,8 +100,8 @@ export async function httpError(response: Response): Promise<DensewireHTTPError>
  * `arrayBuffer()`, and the tensor is a view over it where the format and alignment allow. A non-2xx
  * response becomes a {@link DensewireHTTPError}.
  */
-export async function decodeResponse(response: Response): Promise<Embeddings> {
-  if (!response.ok) throw await httpError(response);
+export async function decodeResponse(response: Response, attempts = 0): Promise<Embeddings> {
+  if (!response.ok) throw await httpError(response, attempts);
   const contentType = response.headers.get("content-type");
   const format = formatOfContentType(contentType);
   if (format === undefined) {
@@ -117,8 +123,11 @@ export async function decodeResponse(response: Response): Promise<Embeddings> {
   }
 }
 
-/** Options of {@link DensewireClient}. */
-export interface ClientOptions {
+/**
+ * Options of {@link DensewireClient}. `maxRetries` (default 2), `backoffBaseMs` (500) and
+ * `backoffMaxMs` (8000) say how a 429, a 503 or a failed connection is retried (see {@link RetryOptions}).
+ */
+export interface ClientOptions extends RetryOptions {
   /** The API root, as with OpenAI's SDK: requests go to `${baseURL}/embeddings`. Default `http://localhost:8000/v1`. */
   baseURL?: string;
   /** Sent as `Authorization: Bearer <apiKey>`. */
@@ -145,6 +154,8 @@ export interface EmbedOptions {
   signal?: AbortSignal;
   /** Overrides the client's `formats` for this call. */
   formats?: readonly Format[];
+  /** Overrides the client's `maxRetries` for this call. */
+  maxRetries?: number;
 }
 
 /** Options of {@link DensewireClient.embedMany}. */
@@ -162,6 +173,7 @@ export class DensewireClient {
   readonly #apiKey: string | undefined;
   readonly #headers: Record<string, string>;
   readonly #fetch: typeof fetch;
+  readonly #retry: Required<RetryOptions>;
 
   constructor(options: ClientOptions = {}) {
     this.baseURL = (options.baseURL ?? "http://localhost:8000/v1").replace(/\/+$/, "");
@@ -172,11 +184,14 @@ export class DensewireClient {
     const f = options.fetch ?? (globalThis.fetch as typeof fetch | undefined);
     if (f === undefined) throw new Error("densewire: no fetch in this runtime; pass options.fetch");
     this.#fetch = f;
+    this.#retry = retryPolicy(options);
   }
 
   /**
    * Embeds one text or a list of texts (at most 2048, none empty) in one request; the result has one
-   * row per text, in input order.
+   * row per text, in input order. A 429, a 503 or a failed connection is retried (`maxRetries`); the
+   * error after the last attempt is a {@link RateLimitError}, a {@link DensewireHTTPError} or a
+   * {@link DensewireConnectionError} saying how many attempts were made.
    */
   async embed(input: string | readonly string[], options: EmbedOptions = {}): Promise<Embeddings> {
     const texts = typeof input === "string" ? [input] : [...input];
@@ -197,8 +212,9 @@ export class DensewireClient {
     if (this.#apiKey !== undefined) headers["Authorization"] = `Bearer ${this.#apiKey}`;
     const init: RequestInit = { method: "POST", headers, body: JSON.stringify(request) };
     if (options.signal !== undefined) init.signal = options.signal;
-    const response = await this.#fetch(`${this.baseURL}/embeddings`, init);
-    const result = await decodeResponse(response);
+    const policy = options.maxRetries === undefined ? this.#retry : retryPolicy({ ...this.#retry, maxRetries: options.maxRetries });
+    const { response, attempts } = await fetchWithRetry(this.#fetch, `${this.baseURL}/embeddings`, init, policy);
+    const result = await decodeResponse(response, attempts);
     if (result.shape[0] !== texts.length) {
       throw new DensewireError("shape_mismatch", `the server returned ${result.shape[0]} rows for ${texts.length} inputs`, { field: "data" });
     }

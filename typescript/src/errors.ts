@@ -5,7 +5,9 @@
  * Protobuf field name, or an HTTP header name).
  *
  * An HTTP error answered by a server is a {@link DensewireHTTPError} instead: it carries the status
- * and the server's OpenAI-style error envelope (`code`, `param`, `message`, `offset`).
+ * and the server's OpenAI-style error envelope (`code`, `param`, `message`, `offset`), and how many
+ * times the client sent the request (`attempts`, retries included); a 429 is its subclass
+ * {@link RateLimitError}. A connection that kept failing is a {@link DensewireConnectionError}.
  */
 
 /** The error categories of SPEC.md section 11, shared by every densewire implementation. */
@@ -99,13 +101,16 @@ export class DensewireHTTPError extends Error {
   readonly offset: number | undefined;
   /** The response body as text (the envelope, or whatever the server sent). */
   readonly body: string;
+  /** How many times the client sent the request (retries included); 0 when not known. */
+  readonly attempts: number;
 
   constructor(
     status: number,
     message: string,
-    details: { code?: string | null; param?: string | null; type?: string | null; offset?: number; body?: string } = {},
+    details: { code?: string | null; param?: string | null; type?: string | null; offset?: number; body?: string; attempts?: number } = {},
   ) {
-    super(message);
+    const attempts = details.attempts ?? 0;
+    super(attempts > 0 ? `${message} (${attempts} attempt${attempts === 1 ? "" : "s"})` : message);
     this.name = "DensewireHTTPError";
     this.status = status;
     this.code = details.code ?? null;
@@ -113,5 +118,26 @@ export class DensewireHTTPError extends Error {
     this.type = details.type ?? null;
     this.offset = details.offset;
     this.body = details.body ?? "";
+    this.attempts = attempts;
+  }
+}
+
+/** A 429 answer: the server's admission is full (`densewire serve --max-concurrent-requests`) after every retry. */
+export class RateLimitError extends DensewireHTTPError {
+  constructor(message: string, details: ConstructorParameters<typeof DensewireHTTPError>[2] = {}) {
+    super(429, message, details);
+    this.name = "RateLimitError";
+  }
+}
+
+/** The connection failed before any answer came back (refused, reset, closed), on every attempt. */
+export class DensewireConnectionError extends Error {
+  /** How many times the client tried. */
+  readonly attempts: number;
+
+  constructor(message: string, attempts: number, options?: { cause?: unknown }) {
+    super(`${message} (${attempts} attempt${attempts === 1 ? "" : "s"})`, options);
+    this.name = "DensewireConnectionError";
+    this.attempts = attempts;
   }
 }

@@ -25,7 +25,16 @@ export {
   row,
   rowBytes,
 } from "./dtypes.js";
-export { type ErrorCategory, type ErrorLocation, DensewireError, DensewireHTTPError, HTTP_STATUS } from "./errors.js";
+export {
+  type ErrorCategory,
+  type ErrorLocation,
+  DensewireConnectionError,
+  DensewireError,
+  DensewireHTTPError,
+  HTTP_STATUS,
+  RateLimitError,
+} from "./errors.js";
+export { type RetryOptions, DEFAULT_RETRY, backoffMs, parseRetryAfter } from "./retry.js";
 export {
   asFloat16Array,
   bfloat16ToFloat32,

@@ -194,7 +194,7 @@ describe("client against an OpenAI-compatible server", () => {
     const text = await startFakeServer({ override: { status: 200, body: "hello", contentType: "text/plain" } });
     const wrongRows = await startFakeServer({ override: { status: 200, body: '{"data":[{"index":0,"embedding":[1]}]}' } });
     try {
-      await assert.rejects(new DensewireClient({ baseURL: html.url }).embed("x"), { name: "DensewireHTTPError", status: 502, code: null, message: "<html>Bad Gateway</html>" });
+      await assert.rejects(new DensewireClient({ baseURL: html.url }).embed("x"), { name: "DensewireHTTPError", status: 502, code: null, message: "<html>Bad Gateway</html> (1 attempt)", attempts: 1 });
       await assert.rejects(new DensewireClient({ baseURL: text.url }).embed("x"), { name: "DensewireError", category: "unsupported_media_type", field: "Content-Type" });
       await assert.rejects(new DensewireClient({ baseURL: wrongRows.url }).embed(["x", "y"]), { category: "shape_mismatch", field: "data" });
     } finally {

@@ -75,7 +75,13 @@ def decode_arrow(body) -> Embeddings:
         raise cls(f"not a readable Arrow IPC stream: {exc}", offset=size if short else None) from None
     if not batches:
         raise TruncatedError("the Arrow stream ends before its record batch", offset=size)
-    schema = reader.schema
+    try:
+        return _embeddings(pa, reader.schema, batches)
+    except UnicodeDecodeError as exc:  # pyarrow's error for a name or metadata that is not UTF-8 (found by fuzzing)
+        raise MalformedError(f"a name or metadata value of the Arrow schema is not valid UTF-8 (at its byte {exc.start})") from None
+
+
+def _embeddings(pa, schema, batches) -> Embeddings:
     meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
     if "embedding" not in schema.names:
         raise InvalidFieldError("the stream has no 'embedding' column", field="embedding")
@@ -92,7 +98,7 @@ def decode_arrow(body) -> Embeddings:
     if dtype == "binary":
         if not pa.types.is_fixed_size_binary(field.type):
             raise InvalidFieldError(f"binary embeddings must be FixedSizeBinary, got {field.type}", field="embedding")
-        d = int(meta.get("densewire.dimensions", field.type.byte_width * 8))
+        d = _count(meta, "densewire.dimensions") if "densewire.dimensions" in meta else field.type.byte_width * 8
         width = field.type.byte_width
         buf = column.buffers()[1]
         start = column.offset * width
@@ -110,8 +116,17 @@ def decode_arrow(body) -> Embeddings:
     tensor = Tensor.from_bytes(data, dtype, (n, d), field="embedding")
     usage = None
     if "densewire.prompt_tokens" in meta:
-        usage = Usage(int(meta["densewire.prompt_tokens"]), int(meta.get("densewire.total_tokens", 0)))
+        usage = Usage(_count(meta, "densewire.prompt_tokens"),
+                      _count(meta, "densewire.total_tokens") if "densewire.total_tokens" in meta else 0)
     return Embeddings(tensor, meta.get("densewire.model"), usage)
+
+
+def _count(meta: dict[str, str], key: str) -> int:
+    """A metadata value that must be a decimal count: anything else is invalid_field, not a ValueError."""
+    value = meta[key]
+    if not (value.isascii() and value.isdigit()):
+        raise InvalidFieldError(f"must be a non-negative integer, got {value!r}", field=key)
+    return int(value)
 
 
 def _infer_dtype(pa, typ) -> str:

@@ -154,6 +154,8 @@ def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
     except msgspec.DecodeError as exc:
         at = _BYTE_AT.search(str(exc))
         raise MalformedError(f"invalid JSON: {exc}", offset=int(at.group(1)) if at else None) from None
+    except UnicodeDecodeError:  # msgspec's error for a string that is not UTF-8 (found by fuzzing)
+        raise MalformedError("invalid JSON: a string is not valid UTF-8", offset=_utf8_error_at(body)) from None
     if not isinstance(doc, dict):
         raise MalformedError("an embeddings response must be a JSON object", offset=0)
     return _from_doc(doc)
@@ -196,6 +198,17 @@ def from_openai(response) -> np.ndarray:
                         f"got {type(response).__name__}")
     t = emb.tensor
     return t.array if t.dtype == "float32" else widen(t) if t.dtype == "bfloat16" else t.array.astype(np.float32)
+
+
+def _utf8_error_at(body) -> int | None:
+    """The offset of the first byte that is not UTF-8, or None (a str, or an escaped lone surrogate)."""
+    if isinstance(body, str):
+        return None
+    try:
+        bytes(body).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
 
 
 def _place_rows(data: list) -> tuple[list, list[int]]:

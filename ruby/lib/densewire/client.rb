@@ -10,6 +10,10 @@ module Densewire
   # a densewire server answers in binary and an OpenAI-compatible one still works. One persistent
   # connection is kept alive and reused; requests from several threads take turns on it.
   #
+  # A 429, a 503 or a connection that failed before any answer is retried (Densewire::Retry): twice
+  # by default, with full-jitter backoff on top of the server's Retry-After; the error after the last
+  # attempt (RateLimitedError, HTTPError, ConnectionError) says how many attempts were made.
+  #
   #   client = Densewire::Client.new(base_url: "http://embedder:8000")
   #   client.embed(["hello", "world"])               # => [[0.01, ...], [...]] (Floats)
   #   client.embed(["hello"], packed: true)          # => ["\x..."] little-endian bytes per row
@@ -22,10 +26,11 @@ module Densewire
     # +base_url+: the server, with or without the /v1 suffix (http://host:8000 or https://api.openai.com/v1).
     # +api_key+: sent as a Bearer token. +model+: default model. +formats+: the formats to accept, in
     # order of preference, among :raw, :msgpack, :protobuf, :arrow, :json. +compress+: also accept gzip
-    # (worth it for JSON over slow links; binary embeddings hardly compress).
+    # (worth it for JSON over slow links; binary embeddings hardly compress). +max_retries+ (2; 0
+    # never retries), +retry_base_delay+ (0.5 s) and +retry_max_delay+ (8 s): see Densewire::Retry.
     def initialize(base_url: ENV.fetch("DENSEWIRE_URL", "http://localhost:8000"), api_key: ENV["DENSEWIRE_API_KEY"],
                    model: nil, formats: nil, compress: false, open_timeout: 10, read_timeout: 120,
-                   keep_alive_timeout: 4, headers: {})
+                   keep_alive_timeout: 4, headers: {}, max_retries: 2, retry_base_delay: 0.5, retry_max_delay: 8.0)
       @base_url = base_url.to_s.chomp("/")
       uri = URI.parse(@base_url)
       raise ArgumentError, "base_url must be http or https: #{base_url.inspect}" unless uri.is_a?(URI::HTTP)
@@ -45,6 +50,7 @@ module Densewire
       @read_timeout = read_timeout
       @keep_alive_timeout = keep_alive_timeout
       @headers = headers
+      @retry = Retry.new(max_retries: max_retries, base_delay: retry_base_delay, max_delay: retry_max_delay)
       @http = nil
       @mutex = Mutex.new
     end
@@ -70,8 +76,10 @@ module Densewire
     end
 
     # The full response as Embeddings (tensor, model, usage). Options are the request fields of
-    # SPEC.md section 6.1: model, dimensions, dtype, byteorder, user, truncate.
-    def create_embeddings(input:, model: nil, dimensions: nil, dtype: nil, byteorder: nil, user: nil, truncate: nil)
+    # SPEC.md section 6.1: model, dimensions, dtype, byteorder, user, truncate; and +max_retries+,
+    # the client's for this call.
+    def create_embeddings(input:, model: nil, dimensions: nil, dtype: nil, byteorder: nil, user: nil, truncate: nil,
+                          max_retries: nil)
       body = { "input" => input, "encoding_format" => "base64" }
       model ||= @model
       body["model"] = model if model
@@ -81,7 +89,7 @@ module Densewire
       body["byteorder"] = Dtype.check_byteorder!(byteorder) if byteorder
       body["user"] = user if user
       body["truncate"] = truncate unless truncate.nil?
-      post(@path, JSON.generate(body))
+      post(@path, JSON.generate(body), max_retries)
     end
     alias embeddings create_embeddings
 
@@ -122,12 +130,13 @@ module Densewire
     # +format+: nil (negotiate: MessagePack, else Protobuf, else JSON columns), or one of :protobuf,
     # :msgpack, :arrow, :json (objects), :json_rows, :json_columns, :csv. +packed+: fixed-width
     # columns as little-endian bytes instead of Ruby objects. +if_none_match+: an ETag from an
-    # earlier answer; returns nil when the server says 304 Not Modified. Bodies come gzip-compressed
+    # earlier answer; returns nil when the server says 304 Not Modified. +max_retries+: the client's
+    # for this call. Bodies come gzip-compressed
     # when the server compresses (Net::HTTP asks for gzip and inflates it).
-    def table(name, format: nil, packed: false, if_none_match: nil)
+    def table(name, format: nil, packed: false, if_none_match: nil, max_retries: nil)
       accept = format ? Table::MEDIA_TYPES.fetch(Table.format_key(format)) : table_accept
       extra = if_none_match ? { "If-None-Match" => if_none_match } : {}
-      response = get("#{@prefix}/tables/#{Table.percent_encode(name)}", accept, extra, not_modified: true)
+      response = get("#{@prefix}/tables/#{Table.percent_encode(name)}", accept, extra, not_modified: true, max_retries: max_retries)
       return nil if response.code == "304"
 
       content_type = response["Content-Type"]
@@ -157,7 +166,7 @@ module Densewire
       DEFAULT_FORMATS - [:msgpack]
     end
 
-    def post(path, json)
+    def post(path, json, max_retries = nil)
       request = Net::HTTP::Post.new(path)
       request["Content-Type"] = "application/json"
       request["Accept"] = @accept
@@ -166,8 +175,8 @@ module Densewire
       request["Authorization"] = "Bearer #{@api_key}" if @api_key
       @headers.each { |k, v| request[k] = v }
       request.body = json
-      response = @mutex.synchronize { perform(request) }
-      handle(response)
+      response, attempts = send_request(request, max_retries)
+      handle(response, attempts)
     end
 
     def msgpack?
@@ -178,17 +187,24 @@ module Densewire
     end
 
     # A GET; no Accept-Encoding is set, so Net::HTTP asks for gzip and inflates the answer itself.
-    def get(path, accept, extra = {}, not_modified: false)
+    def get(path, accept, extra = {}, not_modified: false, max_retries: nil)
       request = Net::HTTP::Get.new(path)
       request["Accept"] = accept
       request["User-Agent"] = "densewire-ruby/#{VERSION}"
       request["Authorization"] = "Bearer #{@api_key}" if @api_key
       @headers.merge(extra).each { |k, v| request[k] = v }
-      response = @mutex.synchronize { perform(request) }
+      response, attempts = send_request(request, max_retries)
       status = response.code.to_i
       return response if status.between?(200, 299) || (not_modified && status == 304)
 
-      raise http_error(response, status)
+      raise http_error(response, status, attempts)
+    end
+
+    # One request with the client's retries (the connection is held only during an attempt, not
+    # while waiting): [response, attempts].
+    def send_request(request, max_retries)
+      policy = max_retries.nil? ? @retry : @retry.with(max_retries: max_retries)
+      policy.run("#{request.method} #{request.path}") { @mutex.synchronize { perform(request) } }
     end
 
     # The Densewire-Rows and Densewire-Columns headers must describe the body that came with them.
@@ -244,26 +260,27 @@ module Densewire
       @http = nil
     end
 
-    def handle(response)
+    def handle(response, attempts)
       status = response.code.to_i
-      raise http_error(response, status) unless status.between?(200, 299)
+      raise http_error(response, status, attempts) unless status.between?(200, 299)
 
       Media.decode_response(response.body.to_s, content_type: response["Content-Type"], headers: response,
                                                 content_encoding: response["Content-Encoding"])
     end
 
-    def http_error(response, status)
+    def http_error(response, status, attempts)
+      klass = HTTPError.for_status(status)
       body = Media.inflate(response.body.to_s, response["Content-Encoding"])
       error = JSON.parse(body)["error"] if response["Content-Type"].to_s.include?("json") && !body.empty?
       if error.is_a?(Hash)
-        HTTPError.new(status: status, code: error["code"], param: error["param"], message: error["message"],
-                      offset: error["offset"], type: error["type"], body: body)
+        klass.new(status: status, code: error["code"], param: error["param"], message: error["message"],
+                  offset: error["offset"], type: error["type"], body: body, attempts: attempts)
       else
-        code = CATEGORY_CLASSES.find { |_, k| k::HTTP_STATUS == status }&.first
-        HTTPError.new(status: status, code: code, message: body.to_s[0, 200], body: body)
+        code = status == 429 ? RateLimitedError::CATEGORY : CATEGORY_CLASSES.find { |_, k| k::HTTP_STATUS == status }&.first
+        klass.new(status: status, code: code, message: body.to_s[0, 200], body: body, attempts: attempts)
       end
     rescue JSON::ParserError, Densewire::Error
-      HTTPError.new(status: status, message: response.body.to_s[0, 200], body: response.body)
+      klass.new(status: status, message: response.body.to_s[0, 200], body: response.body, attempts: attempts)
     end
   end
 end

@@ -75,21 +75,32 @@ module Densewire
   end
   CATEGORY_CLASSES.freeze
 
-  # An error answer from an embeddings server: the HTTP +status+ and the OpenAI envelope's +code+
-  # (the category), +param+ (the field), +message+ and densewire's +offset+. Transport failures
-  # (connection refused, timeouts) are not wrapped: they stay the usual SystemCallError / Timeout
-  # errors of Net::HTTP.
-  class HTTPError < Error
-    attr_reader :status, :code, :param, :type, :body, :server_message
+  # "(3 attempts)", said by the error after the client's last attempt.
+  def self.attempts_text(attempts)
+    attempts.to_i.positive? ? " (#{attempts} attempt#{attempts == 1 ? "" : "s"})" : ""
+  end
 
-    def initialize(status:, code: nil, param: nil, message: nil, offset: nil, type: nil, body: nil)
+  # An error answer from an embeddings server: the HTTP +status+ and the OpenAI envelope's +code+
+  # (the category), +param+ (the field), +message+ and densewire's +offset+; +attempts+ is how many
+  # times the client sent the request (retries included). A 429 is a RateLimitedError. A connection
+  # that kept failing is a ConnectionError; read timeouts stay Net::ReadTimeout.
+  class HTTPError < Error
+    attr_reader :status, :code, :param, :type, :body, :server_message, :attempts
+
+    # The class for a status: RateLimitedError for 429, else HTTPError.
+    def self.for_status(status)
+      Integer(status) == 429 ? RateLimitedError : HTTPError
+    end
+
+    def initialize(status:, code: nil, param: nil, message: nil, offset: nil, type: nil, body: nil, attempts: nil)
       @status = Integer(status)
       @code = code
       @param = param
       @type = type
       @body = body
       @server_message = message
-      super("HTTP #{@status}#{code ? " #{code}" : ""}: #{message || "(no message)"}", offset: offset)
+      @attempts = attempts
+      super("HTTP #{@status}#{code ? " #{code}" : ""}: #{message || "(no message)"}#{Densewire.attempts_text(attempts)}", offset: offset)
       @field = param
     end
 
@@ -100,6 +111,24 @@ module Densewire
 
     def http_status
       status
+    end
+  end
+
+  # A 429 answer after every retry: the server's admission is full (densewire serve
+  # --max-concurrent-requests).
+  class RateLimitedError < HTTPError
+    CATEGORY = "rate_limited"
+    HTTP_STATUS = 429
+  end
+
+  # The connection failed before any answer came back (refused, reset, closed) on every attempt;
+  # +cause+ is the last failure, +attempts+ how many were made.
+  class ConnectionError < UnavailableError
+    attr_reader :attempts
+
+    def initialize(detail, attempts:)
+      @attempts = attempts
+      super("#{detail}#{Densewire.attempts_text(attempts)}")
     end
   end
 end

@@ -7,7 +7,9 @@ require_relative "fake_tables"
 # answers, in the format negotiated from Accept (or ?format=), with the golden bodies of the
 # envelope cases ("with_model_and_usage" for float32, "binary_with_usage" for dtype binary), with
 # the headers the spec gives; errors are OpenAI envelopes. GET /v1/tables[/NAME] serve the golden
-# tables (FakeTables).
+# tables (FakeTables). +faults+ answer the next requests instead, one each, in order: 429 or 503
+# (with +retry_after+ as Retry-After), 400, :close (the connection closed before any answer), or
+# :ok (passed on).
 class FakeEmbeddingsServer
   CASES = {
     "float32" => "with_model_and_usage",
@@ -15,13 +17,16 @@ class FakeEmbeddingsServer
   }.freeze
 
   attr_reader :http
+  attr_accessor :faults, :retry_after
 
   def initialize(api_key: nil, gzip: false)
     @api_key = api_key
     @gzip = gzip
     @golden = GoldenFiles.cases("tensors").to_h { |c| [c["id"], c] }
     @tables = FakeTables.new
-    @http = TinyHTTPServer.new { |req| handle(req) }
+    @faults = []
+    @retry_after = "0"
+    @http = TinyHTTPServer.new { |req| fault(req) || handle(req) }
   end
 
   def url
@@ -39,6 +44,18 @@ class FakeEmbeddingsServer
   end
 
   private
+
+  def fault(_req)
+    case (f = @faults.shift)
+    when nil, :ok then nil
+    when :close then :close
+    else
+      status, headers, body = error(f, { 429 => "rate_limited", 503 => "unavailable", 400 => "malformed" }.fetch(f), "injected #{f}")
+      headers = headers.merge("Connection" => "close") # the next attempt on a fresh connection
+      headers = headers.merge("Retry-After" => @retry_after) if @retry_after
+      [status, headers, body]
+    end
+  end
 
   def error(status, code, message, param = nil, offset = nil)
     body = JSON.generate({ "error" => { "message" => message, "type" => status >= 500 ? "server_error" : "invalid_request_error",

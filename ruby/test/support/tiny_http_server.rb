@@ -4,12 +4,13 @@ require "socket"
 
 # A small HTTP/1.1 server on 127.0.0.1 for tests (WEBrick left Ruby's standard library): keep-alive,
 # Content-Length bodies, one thread per connection. The handler gets a Request and returns
-# [status, headers, body]. Counts connections so tests can check that the client reuses one.
+# [status, headers, body], or :close to close the connection without answering. Counts connections
+# so tests can check that the client reuses one.
 class TinyHTTPServer
   Request = Struct.new(:method, :path, :headers, :body)
   REASONS = { 200 => "OK", 304 => "Not Modified", 405 => "Method Not Allowed", 400 => "Bad Request", 401 => "Unauthorized", 404 => "Not Found", 406 => "Not Acceptable",
               415 => "Unsupported Media Type", 422 => "Unprocessable Entity", 500 => "Internal Server Error",
-              503 => "Service Unavailable" }.freeze
+              429 => "Too Many Requests", 503 => "Service Unavailable" }.freeze
 
   attr_reader :port, :connections, :requests
 
@@ -57,7 +58,10 @@ class TinyHTTPServer
       break unless request
 
       @requests << request
-      status, headers, body = @handler.call(request)
+      answer = @handler.call(request)
+      break if answer == :close
+
+      status, headers, body = answer
       body = body.to_s.b
       head = +"HTTP/1.1 #{status} #{REASONS.fetch(status, "Status")}\r\n"
       headers.merge("Content-Length" => body.bytesize.to_s).each { |k, v| head << "#{k}: #{v}\r\n" }

@@ -12,7 +12,8 @@
  * batch; several batches are concatenated (one copy). Bool columns are unpacked from bits to bytes and
  * strings decoded, so those are new arrays.
  */
-import { loadArrow } from "../arrow.js";
+import { checkArrowStream } from "../arrowcheck.js";
+import { ownBuffer, loadArrow } from "../arrow.js";
 import { DensewireError } from "../errors.js";
 import {
   type ColumnType,
@@ -45,8 +46,11 @@ function typeOfArrow(A: ArrowModule, t: unknown, extension: string | undefined):
   return undefined;
 }
 
-/** One batch's part of a fixed-width column, as little-endian bytes (a view). */
-function fixedBytes(data: ArrowData, type: ColumnType): Uint8Array {
+/**
+ * One batch's part of a fixed-width column, as little-endian bytes (a view). apache-arrow does not
+ * check a buffer against the batch's length (found by fuzzing: a RangeError escaped).
+ */
+function fixedBytes(data: ArrowData, type: ColumnType, field: string): Uint8Array {
   const d = vectorDimensions(type);
   let values: ArrayBufferView;
   let start: number;
@@ -66,6 +70,10 @@ function fixedBytes(data: ArrowData, type: ColumnType): Uint8Array {
     count = data.length;
   }
   const size = (values as Uint8Array).BYTES_PER_ELEMENT;
+  if ((values as Uint8Array).length - start < count) {
+    // a buffer reaching past the message body: malformed, as Python's, Ruby's and Go's readers say
+    throw new DensewireError("malformed", `the Arrow buffer holds fewer than the ${count * size} bytes ${data.length} rows need (it lies outside the body)`, { field });
+  }
   return new Uint8Array(values.buffer, values.byteOffset + start * size, count * size);
 }
 
@@ -84,6 +92,7 @@ export async function decodeTableArrow(body: Uint8Array | ArrayBuffer, options: 
   if (head !== -1 && !(head > 0 && head + 4 <= bytes.length)) {
     throw new DensewireError("malformed", "not an Arrow IPC stream (no schema message at the start)", { offset: 0 });
   }
+  checkArrowStream(bytes);
   let t: InstanceType<ArrowModule["Table"]>;
   try {
     t = A.tableFromIPC(bytes);
@@ -132,8 +141,8 @@ export async function decodeTableArrow(body: Uint8Array | ArrayBuffer, options: 
       }
       return col;
     }
-    if (parts.length === 1) return columnOfBytes(field.name, type, fixedBytes(parts[0]!, type));
-    const chunks = parts.map((p) => fixedBytes(p, type));
+    if (parts.length === 1) return columnOfBytes(field.name, type, fixedBytes(parts[0]!, type, field.name));
+    const chunks = parts.map((p) => fixedBytes(p, type, field.name));
     const all = new Uint8Array(chunks.reduce((s, c) => s + c.length, 0));
     let at = 0;
     for (const c of chunks) {
@@ -143,6 +152,14 @@ export async function decodeTableArrow(body: Uint8Array | ArrayBuffer, options: 
     return columnOfBytes(field.name, type, all);
   });
   const name = t.schema.metadata.get("densewire.table") ?? options.name ?? "";
+  // SPEC.md section 15.1: names are unique and non-empty; Arrow allows "" and repeats (found by fuzzing)
+  const seen = new Set<string>();
+  columns.forEach((c, i) => {
+    if (c.name === "" || seen.has(c.name)) {
+      throw new DensewireError("invalid_field", `column ${i} needs a unique non-empty name, got ${JSON.stringify(c.name)}`, { field: `columns[${i}].name` });
+    }
+    seen.add(c.name);
+  });
   return { name, rows: n, columns };
 }
 
@@ -163,7 +180,8 @@ export async function encodeTableArrow(table: Table): Promise<Uint8Array> {
   const n = table.rows;
   const fields: InstanceType<ArrowModule["Field"]>[] = [];
   const children: ArrowData[] = [];
-  for (const c of table.columns) {
+  for (const column of table.columns) {
+    const c = Array.isArray(column.values) ? column : ({ ...column, values: ownBuffer(column.values) } as TableColumn);
     const meta = new Map([["densewire.type", c.type as string]]);
     let data: ArrowData;
     switch (c.type) {

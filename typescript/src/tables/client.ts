@@ -8,6 +8,7 @@
 import { httpError } from "../client.js";
 import { describe } from "../dtypes.js";
 import { DensewireError } from "../errors.js";
+import { type RetryOptions, fetchWithRetry, retryPolicy } from "../retry.js";
 import { decodeTable } from "./index.js";
 import { type ColumnSpec, type Table, type TableFormat, TABLE_MEDIA_TYPES, parseColumnType, tableFormatOfContentType } from "./model.js";
 
@@ -40,8 +41,8 @@ export interface TableInfo {
   formats: TableFormat[];
 }
 
-/** Options of {@link TablesClient}: as for the embeddings client. */
-export interface TablesClientOptions {
+/** Options of {@link TablesClient}: as for the embeddings client, retries included. */
+export interface TablesClientOptions extends RetryOptions {
   /** The API root: requests go to `${baseURL}/tables`. Default `http://localhost:8000/v1`. */
   baseURL?: string;
   /** Sent as `Authorization: Bearer <apiKey>`. */
@@ -67,6 +68,8 @@ export interface GetTableOptions {
    * and a 304 answer returns its table.
    */
   cached?: TableResult;
+  /** Overrides the client's `maxRetries` for this call. */
+  maxRetries?: number;
 }
 
 /** What {@link TablesClient.getTable} returns. */
@@ -98,6 +101,7 @@ export class TablesClient {
   readonly #apiKey: string | undefined;
   readonly #headers: Record<string, string>;
   readonly #fetch: typeof fetch;
+  readonly #retry: Required<RetryOptions>;
 
   constructor(options: TablesClientOptions = {}) {
     this.baseURL = (options.baseURL ?? "http://localhost:8000/v1").replace(/\/+$/, "");
@@ -108,6 +112,12 @@ export class TablesClient {
     const f = options.fetch ?? (globalThis.fetch as typeof fetch | undefined);
     if (f === undefined) throw new Error("densewire: no fetch in this runtime; pass options.fetch");
     this.#fetch = f;
+    this.#retry = retryPolicy(options);
+  }
+
+  #send(url: string, init: RequestInit, maxRetries: number | undefined) {
+    const policy = maxRetries === undefined ? this.#retry : retryPolicy({ ...this.#retry, maxRetries });
+    return fetchWithRetry(this.#fetch, url, init, policy);
   }
 
   #requestHeaders(accept: string): Record<string, string> {
@@ -117,11 +127,11 @@ export class TablesClient {
   }
 
   /** Lists the server's tables (`GET /v1/tables`). */
-  async listTables(options: { signal?: AbortSignal } = {}): Promise<TableInfo[]> {
+  async listTables(options: { signal?: AbortSignal; maxRetries?: number } = {}): Promise<TableInfo[]> {
     const init: RequestInit = { headers: this.#requestHeaders("application/json") };
     if (options.signal !== undefined) init.signal = options.signal;
-    const response = await this.#fetch(`${this.baseURL}/tables`, init);
-    if (!response.ok) throw await httpError(response);
+    const { response, attempts } = await this.#send(`${this.baseURL}/tables`, init, options.maxRetries);
+    if (!response.ok) throw await httpError(response, attempts);
     let doc: unknown;
     try {
       doc = await response.json();
@@ -156,8 +166,10 @@ export class TablesClient {
   /**
    * Gets and decodes a table (`GET /v1/tables/{name}`), by default asking for Protobuf, then
    * MessagePack, then the JSON layouts. With `ifNoneMatch` or `cached`, a 304 answer returns
-   * `notModified: true` (and the cached table) without a body. Errors: a {@link DensewireHTTPError} for
-   * a non-2xx status (404 `not_found` for an unknown table), a {@link DensewireError} for a body that
+   * `notModified: true` (and the cached table) without a body. A 429, a 503 or a failed connection is
+   * retried (`maxRetries`). Errors: a {@link DensewireHTTPError} for a non-2xx status (404 `not_found`
+   * for an unknown table; a `RateLimitError` for a 429), a `DensewireConnectionError` for a connection
+   * that kept failing, a {@link DensewireError} for a body that
    * does not decode or a `Content-Type` that is no table format (`unsupported_media_type`).
    */
   async getTable(name: string, options: GetTableOptions = {}): Promise<TableResult> {
@@ -175,7 +187,7 @@ export class TablesClient {
     if (etag !== undefined) headers["If-None-Match"] = etag;
     const init: RequestInit = { headers };
     if (options.signal !== undefined) init.signal = options.signal;
-    const response = await this.#fetch(url, init);
+    const { response, attempts } = await this.#send(url, init, options.maxRetries);
     const contentEncoding = response.headers.get("content-encoding") ?? undefined;
     const length = response.headers.get("content-length");
     const common = {
@@ -189,7 +201,7 @@ export class TablesClient {
       await response.body?.cancel().catch(() => undefined);
       return { ...common, etag: common.etag ?? etag, table: options.cached?.table, notModified: true, format: options.cached?.format, bytes: 0 };
     }
-    if (!response.ok) throw await httpError(response);
+    if (!response.ok) throw await httpError(response, attempts);
     const contentType = response.headers.get("content-type");
     const format = tableFormatOfContentType(contentType);
     if (format === undefined) {

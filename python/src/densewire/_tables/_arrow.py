@@ -174,7 +174,10 @@ def decode_arrow_table(body) -> Table:
         raise cls(f"not a readable Arrow IPC stream: {exc}", offset=size if short else None) from None
     if not batches:  # SPEC.md section 15.7: even an empty table has its (empty) record batch
         raise TruncatedError("the Arrow stream ends before its first record batch", offset=size)
-    return from_arrow(pa.Table.from_batches(batches, schema=reader.schema))
+    try:
+        return from_arrow(pa.Table.from_batches(batches, schema=reader.schema))
+    except UnicodeDecodeError as exc:  # pyarrow's error for a name or metadata that is not UTF-8 (found by fuzzing)
+        raise MalformedError(f"a name or metadata value of the Arrow schema is not valid UTF-8 (at its byte {exc.start})") from None
 
 
 register_arrow_bridge(to_arrow, from_arrow)

@@ -1,0 +1,165 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+require_relative "support/fake_embeddings_server"
+
+# Retries of Client (embeddings and tables) against the in-process server with injected faults:
+# 429 and 503 with Retry-After, a connection closed before any answer, a 400; attempts counted.
+class RetryTest < Minitest::Test
+  FAST = { retry_base_delay: 0.001, retry_max_delay: 0.005 }.freeze
+
+  def setup
+    @server = FakeEmbeddingsServer.new
+  end
+
+  def teardown
+    @server.stop
+  end
+
+  def client(**options)
+    Densewire::Client.new(base_url: @server.url, **FAST, **options)
+  end
+
+  def test_recovers_from_faults
+    [[429, 429], [503], %i[close close], [429, :close, 503]].each do |faults|
+      @server.faults = faults.dup
+      before = @server.http.requests.size
+      c = client(max_retries: 3)
+      assert_equal 2, c.embed(%w[hello world]).size, faults.inspect
+      assert_equal faults.size + 1, @server.http.requests.size - before, faults.inspect
+      c.close
+    end
+  end
+
+  def test_gives_up_with_a_rate_limited_error_saying_the_attempts
+    @server.faults = [429] * 4
+    error = assert_raises(Densewire::RateLimitedError) { client.embed(["x"]) } # default: 2 retries
+    assert_equal 429, error.status
+    assert_equal 3, error.attempts
+    assert_equal "rate_limited", error.category
+    assert_match(/\(3 attempts\)\z/, error.message)
+    assert_kind_of Densewire::HTTPError, error
+    assert_equal 3, @server.http.requests.size
+  end
+
+  def test_gives_up_on_503_and_on_a_closed_connection
+    @server.faults = [503, 503]
+    error = assert_raises(Densewire::HTTPError) { client(max_retries: 1).embed(["x"]) }
+    assert_equal [503, 2], [error.status, error.attempts]
+    refute_kind_of Densewire::RateLimitedError, error
+    @server.faults = %i[close close close]
+    error = assert_raises(Densewire::ConnectionError) { client(max_retries: 1).embed(["x"]) }
+    assert_equal 2, error.attempts
+    assert_match(/EOFError.*\(2 attempts\)\z/, error.message)
+    assert_kind_of EOFError, error.cause
+    assert_kind_of Densewire::UnavailableError, error
+    assert_equal 4, @server.http.requests.size
+  end
+
+  def test_a_refused_connection_is_retried_then_reported
+    port = TCPServer.open("127.0.0.1", 0) { |s| s.addr[1] } # closed again: nothing listens there
+    c = Densewire::Client.new(base_url: "http://127.0.0.1:#{port}", max_retries: 2, **FAST)
+    error = assert_raises(Densewire::ConnectionError) { c.embed(["x"]) }
+    assert_equal 3, error.attempts
+    assert_kind_of Errno::ECONNREFUSED, error.cause
+  end
+
+  def test_never_retries_a_caller_fault
+    @server.faults = [400]
+    error = assert_raises(Densewire::HTTPError) { client(max_retries: 5).embed(["x"]) }
+    assert_equal [400, 1], [error.status, error.attempts]
+    assert_match(/\(1 attempt\)\z/, error.message)
+    assert_equal 1, @server.http.requests.size
+  end
+
+  def test_max_retries_zero_per_client_and_per_call
+    @server.faults = [429]
+    assert_raises(Densewire::RateLimitedError) { client(max_retries: 0).embed(["x"]) }
+    @server.faults = [503]
+    error = assert_raises(Densewire::HTTPError) { client.embed(["x"], max_retries: 0) }
+    assert_equal 503, error.status
+    assert_equal 2, @server.http.requests.size
+  end
+
+  def test_waits_at_least_the_retry_after
+    @server.faults = [503]
+    @server.retry_after = "1"
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    client.embed(["x"])
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :>=, 1.0
+    assert_equal 2, @server.http.requests.size
+  end
+
+  def test_tables_are_retried_too
+    @server.faults = [503, 429, :ok, :close, 503, :ok, 400]
+    c = client
+    points = c.list_tables.find { |t| t.name == "points" }
+    assert_equal 3, @server.http.requests.size
+    assert_equal points.rows, c.table("points").rows
+    assert_equal 6, @server.http.requests.size
+    error = assert_raises(Densewire::HTTPError) { c.table("points") }
+    assert_equal [400, 1], [error.status, error.attempts]
+    @server.faults = [429, 429]
+    error = assert_raises(Densewire::RateLimitedError) { c.table("points", max_retries: 1) }
+    assert_equal 2, error.attempts
+  end
+
+  def test_parse_retry_after
+    now = Time.utc(2026, 11, 25, 12)
+    assert_equal 2.0, Densewire::Retry.parse_retry_after("2", now: now)
+    assert_equal 0.0, Densewire::Retry.parse_retry_after(" 0 ", now: now)
+    assert_equal 1.5, Densewire::Retry.parse_retry_after("1.5", now: now)
+    assert_equal 60.0, Densewire::Retry.parse_retry_after("86400", now: now)
+    assert_equal 10.0, Densewire::Retry.parse_retry_after("Wed, 25 Nov 2026 12:00:10 GMT", now: now)
+    assert_equal 0.0, Densewire::Retry.parse_retry_after("Wed, 25 Nov 2026 11:59:00 GMT", now: now)
+    [nil, "", "-1", "soon", "1e3"].each { |v| assert_nil Densewire::Retry.parse_retry_after(v, now: now), v.inspect }
+  end
+
+  def test_full_jitter_backoff_under_a_doubling_bound
+    policy = Densewire::Retry.new(base_delay: 0.1, max_delay: 1.0, random: Random.new(7))
+    { 1 => 0.1, 2 => 0.2, 4 => 0.8, 5 => 1.0, 80 => 1.0 }.each do |n, bound|
+      waits = Array.new(2000) { policy.backoff(n) }
+      assert(waits.all? { |w| w >= 0 && w < bound }, "retry #{n}: outside [0, #{bound})")
+      assert_operator waits.max, :>=, bound / 2, "retry #{n}: not spread over [0, #{bound})"
+    end
+    assert_raises(ArgumentError) { Densewire::Client.new(max_retries: -1) }
+    assert_raises(ArgumentError) { Densewire::Client.new(retry_max_delay: Float::NAN) }
+  end
+end
+
+# Against a real overloaded server: scripts/test.sh starts `densewire serve --max-concurrent-requests 1`
+# and sets DENSEWIRE_OVERLOAD_URL. 16 concurrent requests (a client each: one Client takes turns on
+# its connection) of 64 texts all succeed with 8 retries; without retries at least one is a 429.
+class RetryLiveOverloadTest < Minitest::Test
+  URL = ENV["DENSEWIRE_OVERLOAD_URL"]
+
+  def burst(max_retries, tag)
+    clients = Array.new(16) { Densewire::Client.new(base_url: URL, api_key: ENV["DENSEWIRE_API_KEY"], max_retries: max_retries) }
+    gate = Queue.new
+    threads = clients.each_with_index.map do |c, i|
+      Thread.new do
+        gate.pop
+        rows = c.embed(Array.new(64) { |j| "#{tag} request #{i} text #{j}: #{"overload " * 40}" }, packed: true)
+        rows.size == 64 ? nil : RuntimeError.new("#{rows.size} rows")
+      rescue StandardError => e
+        e
+      ensure
+        c.close
+      end
+    end
+    16.times { gate << true }
+    threads.map(&:value)
+  end
+
+  def test_overloaded_server
+    if URL.nil?
+      flunk "DENSEWIRE_OVERLOAD_URL is not set, and CI=true: scripts/test.sh must start the overloaded server" if ENV["CI"] == "true"
+      skip "DENSEWIRE_OVERLOAD_URL is not set (scripts/test.sh starts densewire serve --max-concurrent-requests 1 there)"
+    end
+    run = "#{Process.pid}-#{Time.now.to_f}"
+    burst(8, "retried #{run}").each_with_index { |e, i| assert_nil e, "request #{i} with 8 retries: #{e&.message}" }
+    errors = burst(0, "unretried #{run}").compact
+    errors.each { |e| assert_kind_of Densewire::RateLimitedError, e, "without retries: #{e.class}: #{e.message}, want success or a 429" }
+    refute_empty errors, "16 concurrent requests without retries: none was rate limited (429)"
+  end
+end
