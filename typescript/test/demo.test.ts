@@ -54,7 +54,7 @@ describe("the /demo page in headless Chromium", () => {
         return !d.running && d.results.length === n && d.results.every((r) => !r.warming);
       },
       TABLES.length * FORMATS.length,
-      { timeout: 300_000, polling: 250 },
+      { timeout: 480_000, polling: 250 },
     );
     assert.deepEqual(pageErrors, []);
     results = (await page.evaluate(() => (window as unknown as { densewireDemo: { results: unknown } }).densewireDemo.results)) as Result[];
