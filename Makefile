@@ -1,14 +1,18 @@
 # The README's two commands: `make serve` and `make test`. Everything else is a step of those.
-.PHONY: serve test setup golden golden-check bench test-python
+.PHONY: serve test setup setup-serve golden golden-check bench test-python
 
-serve: setup  ## set up, then run densewire serve on its built-in default model
+serve: setup-serve  ## set up what serving needs, then run densewire serve (flags: make serve ARGS='--port 9000')
+	@echo "densewire is installed in .venv: run it as .venv/bin/densewire, or '. .venv/bin/activate' puts it on your PATH"
 	.venv/bin/densewire serve $(ARGS)
 
 test:  ## set up and run every test of every language (what CI runs)
 	bash scripts/test.sh
 
-setup:  ## the Python environment in .venv (idempotent)
-	bash scripts/setup-python.sh
+setup:  ## the Python environment in .venv with the test tools (idempotent)
+	bash scripts/setup-python.sh dev
+
+setup-serve:  ## the Python environment in .venv with what serving needs, nothing more (idempotent)
+	bash scripts/setup-python.sh serve
 
 golden: setup  ## regenerate testdata/golden/ and README.md's capabilities table from testdata/cases/ and capabilities.toml
 	.venv/bin/python testdata/generate.py

@@ -38,13 +38,22 @@ npx tsc -p ../bench/tables/tsconfig.json
 # committed files differ (run `npm run build:demo` in typescript/ and commit the result).
 demo_tmp=$(mktemp -d)
 trap 'rm -rf "$demo_tmp"' EXIT
-node demo/build.mjs "$demo_tmp" >/dev/null
-if ! diff -r "$demo_tmp" ../python/src/densewire/_server/static/demo >/dev/null; then
+node demo/build.mjs "$demo_tmp/demo" >/dev/null
+if ! diff -r "$demo_tmp/demo" ../python/src/densewire/_server/static/demo >/dev/null; then
   echo "ci.sh: python/src/densewire/_server/static/demo is stale: run 'npm run build:demo' in typescript/ and commit it" >&2
-  diff -rq "$demo_tmp" ../python/src/densewire/_server/static/demo >&2 || true
+  diff -rq "$demo_tmp/demo" ../python/src/densewire/_server/static/demo >&2 || true
   exit 1
 fi
 echo "ci.sh: the /demo bundle is fresh"
+# The same for /docs: Swagger UI from swagger-ui-dist (package-lock.json) and typescript/docs/.
+docs_tmp="$demo_tmp/docs"
+node docs/build.mjs "$docs_tmp" >/dev/null
+if ! diff -r "$docs_tmp" ../python/src/densewire/_server/static/docs >/dev/null; then
+  echo "ci.sh: python/src/densewire/_server/static/docs is stale: run 'npm run build:docs' in typescript/ and commit it" >&2
+  diff -rq "$docs_tmp" ../python/src/densewire/_server/static/docs >&2 || true
+  exit 1
+fi
+echo "ci.sh: the /docs assets are fresh"
 
 # the spec reporter prints the summary (ℹ tests N / ℹ pass N / ℹ fail N); exit status is non-zero on any failure
 node --test --test-reporter=spec build/test/*.test.js

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,22 +56,137 @@ def test_server_examples_run_against_a_real_server() -> None:
             assert scope["array"].shape == (10_000, 384)
 
 
-def test_server_curl_examples_work() -> None:
-    """The README's curl lines, run by bash against densewire serve."""
+SH_BLOCKS = re.findall(r"```sh\n(.*?)```", README.split("## Quick start", 1)[1].split("```sh", 1)[1].split("```", 1)[1], re.S)
+
+
+def _commands(block: str) -> list[str]:
+    """The command lines of a block (a trailing backslash continues a line)."""
+    return [c for c in block.replace("\\\n", " ").splitlines() if c.strip() and not c.lstrip().startswith("#")]
+
+
+COMMANDS = [c for block in SH_BLOCKS for c in _commands(block)]
+
+
+def _new_shell_env() -> dict[str, str]:
+    """A new shell's environment: no virtualenv on the PATH (`densewire` alone is not found)."""
     import os
+
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                           if p and not Path(p, "densewire").exists())
+    return {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH") and not k.startswith("DENSEWIRE_")} | {
+        "PATH": path}
+
+
+def _clone(tmp: Path) -> Path:
+    """The repository root as the README's reader has it after the quick start: .venv and examples/."""
+    root = tmp / "clone"
+    root.mkdir()
+    (root / ".venv").symlink_to(Path(sys.prefix))
+    (root / "examples").symlink_to(REPO / "examples")
+    return root
+
+
+def test_readme_shell_lines_are_found() -> None:
+    assert len(COMMANDS) >= 8
+    assert all(c.startswith((".venv/bin/densewire ", "curl ", "echo ")) for c in COMMANDS), COMMANDS
+
+
+def _tables_named(command: str, root: Path) -> set[str]:
+    import tomllib
+
+    names = set(re.findall(r"--table '?(\w+)=", command))
+    config = re.search(r"--tables-config (\S+)", command)
+    if config:
+        names |= set(tomllib.loads((root / config.group(1)).read_text())["tables"])
+    if "--no-demo-tables" not in command:
+        names |= {"points", "points_f32"}
+    return names
+
+
+def _run_server_line(command: str, root: Path, env: dict[str, str]) -> None:
+    """A `densewire serve` line: it comes up on its own port and serves the tables it names."""
+    import httpx
+
+    from server_support import free_port
+
+    port = free_port()
+    line = re.sub(r"--port \d+", f"--port {port}", command)
+    assert line != command, f"a serve line names its --port (8000 is the quick start's server): {command}"
+    log = root / f"serve-{port}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(["bash", "-c", "exec " + line], cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert proc.poll() is None, f"{command}\nexited:\n{log.read_text()[-3000:]}"
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code in (200,):
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, f"{command}\nnot healthy:\n{log.read_text()[-3000:]}"
+            time.sleep(0.2)
+        while True:  # every table loaded (its compressions may still be building), none failed
+            listing = httpx.get(f"http://127.0.0.1:{port}/v1/tables", timeout=60).json()["data"]
+            served = {t["name"]: t for t in listing}
+            assert set(served) == _tables_named(command, root), command
+            if all(t["status"] != "loading" for t in served.values()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        for t in served.values():
+            assert t["status"] in ("warming", "ready") and t["rows"] > 0, (command, t)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_every_shell_line_runs_as_written_in_a_new_shell(tmp_path: Path) -> None:
+    """Each shell line of the README, after the quick start, from the repository root in a new shell:
+    `make serve`'s server is on port 8000 (here: a real densewire serve on a free port), the other
+    `densewire serve` lines start their own. A line whose comment says "exits N" must exit N."""
     import shutil
 
     from server_support import ServerProcess
 
-    section = README.split("## The server", 1)[1].split("\n## ", 1)[0]
-    script = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
-    assert script.count("curl ") == 2
-    bin_dir = str(Path(sys.executable).parent)  # `densewire` of this environment
-    with ServerProcess("--model", "hash:384", "--served-model-name", "sentence-transformers/all-MiniLM-L6-v2") as server:
-        out = subprocess.run(["bash", "-o", "pipefail", "-ec", script.replace("localhost:8000", f"127.0.0.1:{server.port}")],
-                             capture_output=True, text=True, env={**os.environ, "PATH": bin_dir + os.pathsep + os.environ["PATH"]})
     assert shutil.which("curl")
-    assert out.returncode == 0, out.stderr + out.stdout
-    assert "shape      1 x 384" in out.stdout  # the first line, through densewire inspect
-    assert "content-type: application/octet-stream" in out.stdout.lower()
-    assert "densewire-dtype: float16" in out.stdout.lower()
+    root = _clone(tmp_path)
+    env = _new_shell_env()
+    assert subprocess.run(["bash", "-c", "command -v densewire"], env=env, capture_output=True).returncode != 0
+    outputs: dict[str, str] = {}
+    with ServerProcess("--model", "hash:384", "--served-model-name", "sentence-transformers/all-MiniLM-L6-v2",
+                       demo_tables=True) as server:
+        for command in COMMANDS:
+            if " serve " in command:
+                _run_server_line(command, root, env)
+                continue
+            line = command.replace("localhost:8000", f"127.0.0.1:{server.port}")
+            out = subprocess.run(["bash", "-c", line], cwd=root, env=env, capture_output=True,
+                                 text=True, timeout=600)
+            expected = re.search(r"#.*\bexits (\d+)", command)
+            assert out.returncode == (int(expected.group(1)) if expected else 0), \
+                f"{command}\nexit {out.returncode}\n{out.stdout[-2000:]}{out.stderr[-2000:]}"
+            outputs[command] = out.stdout + out.stderr
+    said = "\n".join(outputs.values())
+    assert "shape      1 x 384" in said  # curl | densewire inspect
+    assert "densewire-dtype: float16" in said.lower() and "content-type: application/octet-stream" in said.lower()
+    assert "HTTP 415 unsupported_media_type" in said  # the error line, through inspect
+    assert "uuid,status,longitude,latitude" in said  # the demo table as CSV
+    assert "row 0      [1, -2.5, 0.1]" in said
+    assert (root / "response.msgpack").stat().st_size > 0
+    msg = densewire_decode((root / "response.msgpack").read_bytes())
+    assert msg.tensor.dtype == "float16" and msg.tensor.shape == (2, 384)
+
+
+def densewire_decode(body: bytes):
+    import densewire
+
+    return densewire.decode(body, "msgpack")
+
+
+def test_make_serve_args_example_reaches_the_command() -> None:
+    example = re.search(r"`make serve ARGS='([^']*)'`", README)
+    assert example, "the README documents make serve ARGS='...'"
+    out = subprocess.run(["make", "-n", "serve", f"ARGS={example.group(1)}"], cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert f".venv/bin/densewire serve {example.group(1)}" in out.stdout
+    assert "setup-python.sh serve" in out.stdout  # the serving set only

@@ -238,8 +238,9 @@ source = "demo:rows=10,coordinates=float32"
     both = ServerConfig(table=("a=demo:", f"b=sqlite:{tmp_path / 'geo.db'} SELECT n FROM t"), demo_tables=False,
                         table_compression="br=9", table_refresh=5, tables_config=str(cfg_file))
     assert config_from_env(config_to_env(both)) == both  # what --workers N hands to its workers
-    assert parse_compression("fast") == {"gzip": 4, "zstd": 3, "br": 4}
-    assert parse_compression("br=9,gzip=off") == {"zstd": 19, "br": 9}
+    assert parse_compression("fast") == {"gzip": 4, "zstd": 1, "br": 1}
+    assert parse_compression("br=9,gzip=off") == {"zstd": 1, "br": 9}  # the others at the default (fast) levels
+    assert parse_compression("max") == {"gzip": 9, "zstd": 19, "br": 11}
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -250,7 +251,7 @@ source = "demo:rows=10,coordinates=float32"
     (["--table", "t=demo:rows=ten"], "rows must be a non-negative integer"),
     (["--table", "t=demo:", "--table", "t=demo:"], "configured twice"),
     (["--table-compression", "br=12"], "br level must be in 0..11"),
-    (["--table-compression", "lzma=3"], "use best, fast, off"),
+    (["--table-compression", "lzma=3"], "use fast, max, off"),
     (["--table-load-timeout", "0"], "table-load-timeout"),
 ])
 def test_bad_command_line(argv: list[str], message: str) -> None:

@@ -8,6 +8,12 @@
  * `/demo/?api=https://data.example.com`), which must allow this page's origin (`--cors-origins`) and
  * serve its tables without a key (`--public-tables`) when it has one.
  *
+ * On load the page runs every format of both tables once (`?run=0` turns that off). While the server
+ * is still building a table's compressed representations (`GET /v1/tables` lists it as `warming`),
+ * the rows measured meanwhile are marked so, kept apart from the finished ones and out of the chart
+ * (an uncompressed body is not comparable with a compressed one); when the table is ready the page
+ * measures it again by itself.
+ *
  * The results are also on `window.densewireDemo` (the headless Chromium test reads them there).
  */
 import { decodeTableBody } from "./tables.js";
@@ -18,6 +24,10 @@ export type TableFormat = (typeof FORMATS)[number];
 export const TABLES = ["points", "points_f32"] as const;
 /** Where the tables come from: `?api=` or this page's origin. */
 const API = new URLSearchParams(location.search).get("api") ?? location.origin;
+/** Run every format once on load, and again once a warming table is ready; `?run=0` turns it off. */
+const AUTO_RUN = new URLSearchParams(location.search).get("run") !== "0";
+/** How often the page asks for the build state while a table is warming. */
+const POLL_MS = 1000;
 
 const LABELS: Record<TableFormat, string> = {
   json: "JSON objects",
@@ -54,6 +64,9 @@ export interface DemoResult {
   digest: string;
   columnDigests: Record<string, string>;
   drawn: number;
+  /** The server was still building this table's compressions while it was measured (status
+   *  `warming` in GET /v1/tables before or after): its figures are not comparable with finished ones. */
+  warming: boolean;
 }
 
 interface DemoAPI {
@@ -62,6 +75,10 @@ interface DemoAPI {
   tables: readonly string[];
   results: DemoResult[];
   running: boolean;
+  /** Whether the page runs by itself (not `?run=0`). */
+  autoRun: boolean;
+  /** The build state of each table from the last GET /v1/tables: loading, warming, ready, stale, failed. */
+  tableStatus: Record<string, string>;
   run(table: string, format: TableFormat): Promise<DemoResult>;
   runAll(tables?: readonly string[]): Promise<DemoResult[]>;
   /** Pixels of the map currently in a status colour (the test checks the map shows points). */
@@ -150,13 +167,78 @@ async function resourceEntry(url: string): Promise<PerformanceResourceTiming | u
   return undefined;
 }
 
+// ---- the tables' build state ---------------------------------------------------------------------
+/** GET /v1/tables: each table's status (`warming` while its compressions are being built). */
+async function refreshStatus(): Promise<Record<string, string>> {
+  try {
+    const response = await fetch(new URL("/v1/tables", API).href, { cache: "no-store" });
+    if (response.ok) {
+      const doc = (await response.json()) as { data: { name: string; status: string }[] };
+      demo.tableStatus = Object.fromEntries(doc.data.map((t) => [t.name, t.status]));
+    }
+  } catch {
+    // the listing is informative: a failed one leaves the last known state
+  }
+  return demo.tableStatus;
+}
+
+const isWarming = (table: string): boolean => ["loading", "warming"].includes(demo.tableStatus[table] ?? "");
+
+/** Measures `table` in `formats`, asking for its build state before and after. */
+async function measure(table: string, formats: readonly TableFormat[]): Promise<DemoResult[]> {
+  await refreshStatus();
+  let warming = isWarming(table);
+  const out: DemoResult[] = [];
+  for (const f of formats) out.push(await run(table, f, warming));
+  await refreshStatus();
+  if (isWarming(table) && !warming) {
+    warming = true;
+    for (const r of out) r.warming = true;
+  }
+  render();
+  return out;
+}
+
+let watching = false;
+/** While a measured table is warming: ask for its state every POLL_MS; once ready, measure it again. */
+async function watchWarming(): Promise<void> {
+  if (watching) return;
+  watching = true;
+  try {
+    for (;;) {
+      const waiting = [...new Set(demo.results.filter((r) => r.warming).map((r) => r.table))];
+      if (waiting.length === 0) return;
+      await new Promise((r) => setTimeout(r, POLL_MS));
+      if (demo.running) continue;
+      await refreshStatus();
+      render();
+      const ready = waiting.filter((t) => !isWarming(t));
+      if (ready.length === 0) continue;
+      demo.running = true;
+      setButtons(true);
+      try {
+        for (const t of ready) {
+          const formats = FORMATS.filter((f) => demo.results.some((r) => r.table === t && r.format === f && r.warming));
+          await measure(t, formats);
+        }
+      } finally {
+        demo.running = false;
+        setButtons(false);
+      }
+    }
+  } finally {
+    watching = false;
+  }
+}
+
 // ---- one measurement ----------------------------------------------------------------------------
-async function run(table: string, format: TableFormat): Promise<DemoResult> {
+async function run(table: string, format: TableFormat, warming = isWarming(table)): Promise<DemoResult> {
   const url = new URL(`/v1/tables/${encodeURIComponent(table)}?format=${format}`, API).href;
   const canvas = document.getElementById("map") as HTMLCanvasElement;
   const result: DemoResult = {
     table, format, ok: false, rows: 0, contentType: "", contentEncoding: "", transferSize: 0, encodedBodySize: 0,
     decodedBodySize: 0, downloadMs: 0, fetchMs: 0, decodeMs: 0, drawMs: 0, firstPaintMs: 0, digest: "", columnDigests: {}, drawn: 0,
+    warming,
   };
   performance.clearResourceTimings();
   try {
@@ -213,11 +295,12 @@ async function runAll(tables: readonly string[] = TABLES): Promise<DemoResult[]>
     demo.results = [];
     render();
     const out: DemoResult[] = [];
-    for (const t of tables) for (const f of FORMATS) out.push(await run(t, f));
+    for (const t of tables) out.push(...(await measure(t, FORMATS)));
     return out;
   } finally {
     demo.running = false;
     setButtons(false);
+    if (AUTO_RUN) void watchWarming();
   }
 }
 
@@ -247,33 +330,53 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, text?: string, cls?: 
   return e;
 }
 
+function resultRow(r: DemoResult, digests: Map<string, Set<string>>): HTMLTableRowElement {
+  const tr = el("tr");
+  tr.dataset.table = r.table;
+  tr.dataset.format = r.format;
+  if (r.warming) tr.className = "warming";
+  const cells: [string, string?][] = [
+    [r.table],
+    [LABELS[r.format]],
+    [r.ok ? r.rows.toLocaleString("en") : "error", "num"],
+    [fmtBytes(r.encodedBodySize), "num"],
+    [r.contentEncoding],
+    [fmtBytes(r.decodedBodySize), "num"],
+    [fmtMs(r.downloadMs), "num"],
+    [fmtMs(r.decodeMs), "num"],
+    [fmtMs(r.drawMs), "num"],
+    [fmtMs(r.firstPaintMs), "num"],
+  ];
+  for (const [text, cls] of cells) tr.append(el("td", text, cls));
+  const dg = el("td", r.ok ? r.digest : (r.error ?? "error"), "digest");
+  if (r.ok) dg.classList.add((digests.get(r.table)?.size ?? 0) === 1 ? "same" : "differs");
+  else dg.classList.add("differs");
+  tr.append(dg);
+  tr.append(el("td", r.warming ? `${r.table}: compressions still being built on the server` : "", "state"));
+  return tr;
+}
+
 function render(): void {
   const tbody = document.querySelector("#results tbody") as HTMLElement;
   tbody.replaceChildren();
   const digests = new Map<string, Set<string>>();
   for (const r of demo.results) if (r.ok) (digests.get(r.table) ?? digests.set(r.table, new Set()).get(r.table)!).add(r.digest);
-  for (const r of demo.results) {
-    const tr = el("tr");
-    tr.dataset.table = r.table;
-    tr.dataset.format = r.format;
-    const cells: [string, string?][] = [
-      [r.table],
-      [LABELS[r.format]],
-      [r.ok ? r.rows.toLocaleString("en") : "error", "num"],
-      [fmtBytes(r.encodedBodySize), "num"],
-      [r.contentEncoding],
-      [fmtBytes(r.decodedBodySize), "num"],
-      [fmtMs(r.downloadMs), "num"],
-      [fmtMs(r.decodeMs), "num"],
-      [fmtMs(r.drawMs), "num"],
-      [fmtMs(r.firstPaintMs), "num"],
-    ];
-    for (const [text, cls] of cells) tr.append(el("td", text, cls));
-    const dg = el("td", r.ok ? r.digest : (r.error ?? "error"), "digest");
-    if (r.ok) dg.classList.add((digests.get(r.table)?.size ?? 0) === 1 ? "same" : "differs");
-    else dg.classList.add("differs");
-    tr.append(dg);
-    tbody.append(tr);
+  for (const r of demo.results) if (!r.warming) tbody.append(resultRow(r, digests));
+  const warming = demo.results.filter((r) => r.warming);
+  if (warming.length > 0) {
+    const tables = [...new Set(warming.map((r) => r.table))];
+    const head = el("tr", undefined, "warming-head");
+    const td = el(
+      "td",
+      `Measured while the server was still building the compressed bodies of ${tables.join(", ")} ` +
+        `(status: ${tables.map((t) => demo.tableStatus[t] ?? "?").join(", ")}): these bodies may come uncompressed, ` +
+        `so their figures are not compared with the rows above nor drawn in the chart` +
+        (AUTO_RUN ? "; measured again when the table is ready." : "; run it again when the table is ready."),
+    );
+    td.colSpan = 12;
+    head.append(td);
+    tbody.append(head);
+    for (const r of warming) tbody.append(resultRow(r, digests));
   }
   renderChart();
 }
@@ -281,7 +384,7 @@ function render(): void {
 function renderChart(): void {
   const chart = document.getElementById("chart") as HTMLElement;
   chart.replaceChildren();
-  const ok = demo.results.filter((r) => r.ok);
+  const ok = demo.results.filter((r) => r.ok && !r.warming);
   if (ok.length === 0) return;
   const maxBytes = Math.max(...ok.map((r) => r.decodedBodySize));
   const maxMs = Math.max(...ok.map((r) => r.firstPaintMs));
@@ -322,6 +425,8 @@ const demo: DemoAPI = {
   tables: TABLES,
   results: [],
   running: false,
+  autoRun: AUTO_RUN,
+  tableStatus: {},
   run,
   runAll,
   pointPixels,
@@ -346,9 +451,10 @@ function init(): void {
       b.onclick = async () => {
         setButtons(true);
         try {
-          await run(t, f);
+          await measure(t, [f]);
         } finally {
           setButtons(false);
+          if (AUTO_RUN) void watchWarming();
         }
       };
       buttons.append(b);
@@ -358,7 +464,11 @@ function init(): void {
   (document.getElementById("timer") as HTMLElement).textContent = crossOriginIsolated
     ? "This page is cross-origin isolated: its timer resolution is 5 µs."
     : "This page is not cross-origin isolated: browsers round its timer to 0.1 ms, so sub-millisecond decodes show coarsely.";
+  (document.getElementById("caption") as HTMLElement).textContent = AUTO_RUN
+    ? "Fetching every format of both tables…"
+    : "Press “Run all formats”, or one format (?run=0: nothing runs by itself).";
   demo.ready = true;
+  if (AUTO_RUN) void runAll();
 }
 
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

@@ -33,6 +33,7 @@ export interface DemoResult {
   digest: string;
   columnDigests: Record<string, string>;
   drawn: number;
+  warming: boolean;
 }
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";

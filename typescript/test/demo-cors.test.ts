@@ -54,7 +54,7 @@ describe("the /demo page loading its tables from another origin (CORS) in headle
   });
 
   it("decodes every format of both tables across origins, with sizes from Resource Timing", async () => {
-    await open(`${pageOrigin}/demo/?api=${encodeURIComponent(server.url)}`);
+    await open(`${pageOrigin}/demo/?run=0&api=${encodeURIComponent(server.url)}`);
     assert.equal(await page.evaluate(() => location.origin), pageOrigin);
     const results = await page.evaluate(() => (window as unknown as DemoWindow).densewireDemo.runAll());
     assert.deepEqual(
@@ -91,7 +91,7 @@ describe("the /demo page loading its tables from another origin (CORS) in headle
 
   it("is refused by the browser for an origin the server does not list", async () => {
     // the page from 127.0.0.1, the tables from localhost: the server allows only the localhost origin
-    await open(`${server.url}/demo/?api=${encodeURIComponent(pageOrigin)}`);
+    await open(`${server.url}/demo/?run=0&api=${encodeURIComponent(pageOrigin)}`);
     const r = await page.evaluate(() => (window as unknown as DemoWindow).densewireDemo.run("points", "protobuf"));
     assert.equal(r.ok, false);
     assert.match(r.error ?? "", /TypeError: Failed to fetch/);

@@ -3,10 +3,12 @@
  * download: CHROMIUM_PATH, default /usr/bin/chromium; `apt-get install chromium` when missing, as
  * ci.sh does). The page is served by a real `densewire serve`: DENSEWIRE_SERVER_URL when set
  * (scripts/test.sh starts one for the language suites), else one started here from the repository's
- * .venv. The page fetches both demo tables in all 7 formats, decodes them with the library's table
- * decoders (bundled into the page) and draws them; the test checks that every format decoded to the
- * same data, that the map shows the points, that the results table has a row per format, and saves a
- * screenshot to typescript/test-output/demo.png.
+ * .venv. On load, without a click, the page fetches both demo tables in all 7 formats, decodes them
+ * with the library's table decoders (bundled into the page) and draws them (measuring a table again
+ * once the server has built its compressions); the test checks that every format decoded to the same
+ * data, that the map shows the points, that the results table has a row per format, and saves a
+ * screenshot to typescript/test-output/demo.png. `?run=0` runs nothing; on a server still compressing
+ * (`--table-compression max`) the rows are marked as such and kept out of the chart.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -40,15 +42,22 @@ describe("the /demo page in headless Chromium", () => {
     page = browser.context.pages()[0] ?? (await browser.context.newPage());
     const pageErrors: string[] = [];
     page.on("pageerror", (e) => pageErrors.push(String(e)));
-    const response = await page.goto(`${serverURL}/demo`);
-    assert.equal(response?.status(), 200, `GET /demo answered ${response?.status()}`);
+    const response = await page.goto(`${serverURL}/demo/`);
+    assert.equal(response?.status(), 200, `GET /demo/ answered ${response?.status()}`);
     await page.waitForFunction(() => (window as unknown as { densewireDemo?: { ready: boolean } }).densewireDemo?.ready === true, undefined, {
       timeout: 30_000,
     });
+    // no click: the page runs every format by itself, and again for a table that was still warming
+    await page.waitForFunction(
+      (n) => {
+        const d = (window as unknown as { densewireDemo: { running: boolean; results: { warming: boolean }[] } }).densewireDemo;
+        return !d.running && d.results.length === n && d.results.every((r) => !r.warming);
+      },
+      TABLES.length * FORMATS.length,
+      { timeout: 480_000, polling: 250 },
+    );
     assert.deepEqual(pageErrors, []);
-    results = (await page.evaluate(() =>
-      (window as unknown as { densewireDemo: { runAll(): Promise<unknown> } }).densewireDemo.runAll(),
-    )) as Result[];
+    results = (await page.evaluate(() => (window as unknown as { densewireDemo: { results: unknown } }).densewireDemo.results)) as Result[];
   });
 
   after(async () => {
@@ -96,7 +105,7 @@ describe("the /demo page in headless Chromium", () => {
     for (const f of ["msgpack", "protobuf", "arrow"]) assert.ok(size(f) < size("json") / 2, `${f} ${size(f)} vs json ${size("json")}`);
   });
 
-  it("draws the points on the map and lists every format in the results table and the chart", async () => {
+  it("draws the points on the map and fills the results table and the chart without a click", async () => {
     // points are clustered around cities (a pixel is ~33 km): a few thousand pixels, both statuses
     const pixels = await page.evaluate(() =>
       (window as unknown as { densewireDemo: { pointPixels(): { status0: number; status1: number } } }).densewireDemo.pointPixels(),
@@ -106,9 +115,84 @@ describe("the /demo page in headless Chromium", () => {
     assert.deepEqual(rows, TABLES.flatMap((t) => FORMATS.map((f) => `${t}/${f}`)));
     assert.equal(await page.locator("#results td.differs").count(), 0, "a digest differs or a format failed");
     assert.equal(await page.locator("#chart .bar-row:not(.bar-head)").count(), TABLES.length * FORMATS.length);
+    assert.equal(await page.locator("#results tr.warming, #results tr.warming-head").count(), 0);
     const out = join(repoRoot(), "typescript", "test-output");
     mkdirSync(out, { recursive: true });
     await page.screenshot({ path: join(out, "demo.png"), fullPage: true });
     assert.ok(existsSync(join(out, "demo.png")));
+  });
+});
+
+type DemoState = { densewireDemo?: { ready: boolean; running: boolean; autoRun: boolean; results: Result[]; tableStatus: Record<string, string> } };
+
+describe("the /demo page's own start, in headless Chromium", () => {
+  let browser: Awaited<ReturnType<typeof launchChromium>>;
+  let page: Page;
+
+  before(async () => {
+    browser = await launchChromium();
+    page = browser.context.pages()[0] ?? (await browser.context.newPage());
+  });
+
+  after(async () => {
+    await browser?.close();
+  });
+
+  it("runs nothing with ?run=0", async () => {
+    const server = process.env.DENSEWIRE_SERVER_URL ? undefined : await Server.start(["--model", "hash:64", "--table-compression", "off"]);
+    try {
+      const url = (process.env.DENSEWIRE_SERVER_URL ?? server!.url).replace(/\/+$/, "");
+      await page.goto(`${url}/demo/?run=0`);
+      await page.waitForFunction(() => (window as unknown as DemoState).densewireDemo?.ready === true, undefined, { timeout: 30_000 });
+      // with the page's own start, running is set before ready; here nothing started
+      const state = await page.evaluate(() => {
+        const d = (window as unknown as DemoState).densewireDemo!;
+        return { running: d.running, autoRun: d.autoRun, results: d.results.length };
+      });
+      assert.deepEqual(state, { running: false, autoRun: false, results: 0 });
+      assert.equal(await page.locator("#results tbody tr").count(), 0);
+      assert.match((await page.locator("#caption").textContent()) ?? "", /run=0/);
+    } finally {
+      await server?.stop();
+    }
+  });
+
+  it("says which rows were measured while the server was still compressing, and keeps them out of the chart", async () => {
+    // max levels: the compressions take minutes on 2 cores, so both tables stay `warming` meanwhile
+    const server = await Server.start(["--model", "hash:64", "--table-compression", "max"]);
+    try {
+      await page.goto(`${server.url}/demo/`);
+      await page.waitForFunction(
+        (n) => {
+          const d = (window as unknown as DemoState).densewireDemo;
+          return d?.ready === true && !d.running && d.results.length === n;
+        },
+        TABLES.length * FORMATS.length,
+        { timeout: 120_000, polling: 250 },
+      );
+      const { results, status } = await page.evaluate(() => {
+        const d = (window as unknown as DemoState).densewireDemo!;
+        return { results: d.results, status: d.tableStatus };
+      });
+      const warming = results.filter((r) => r.warming);
+      assert.ok(warming.length > 0, `no row measured while warming: ${JSON.stringify(status)}`);
+      for (const r of results) assert.equal(r.ok, true, `${r.table}/${r.format}: ${r.error}`);
+      // each warming row is marked next to it, under a line that says why; the chart has only finished rows
+      assert.equal(await page.locator("#results tr.warming").count(), warming.length);
+      for (const r of warming) {
+        const state = await page.locator(`#results tr.warming[data-table="${r.table}"][data-format="${r.format}"] td.state`).textContent();
+        assert.match(state ?? "", /compressions still being built/);
+      }
+      assert.match((await page.locator("#results tr.warming-head").textContent()) ?? "", /still building the compressed bodies/);
+      assert.equal(await page.locator("#chart .bar-row:not(.bar-head)").count(), results.length - warming.length);
+      // the finished rows come first: no warming row above a finished one
+      const order = await page.$$eval("#results tbody tr[data-table]", (trs) => trs.map((tr) => tr.classList.contains("warming")));
+      assert.deepEqual(order, [...order].sort((a, b) => Number(a) - Number(b)));
+      const out = join(repoRoot(), "typescript", "test-output");
+      mkdirSync(out, { recursive: true });
+      await page.screenshot({ path: join(out, "demo-warming.png"), fullPage: true });
+    } finally {
+      await server.stop();
+    }
   });
 });

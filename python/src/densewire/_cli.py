@@ -13,6 +13,7 @@ from . import _bench, _formats
 from ._base64 import decode_base64, encode_base64
 from ._convert import convert
 from ._errors import DensewireError
+from ._http_input import HttpErrorAnswer, answer_body
 from ._server.cli import add_serve_command
 from ._tensor import DTYPES, Embeddings, row_bytes
 
@@ -58,8 +59,12 @@ def detect_input(data: bytes) -> str:
 
 
 def load_input(args: argparse.Namespace) -> tuple[Embeddings, str, str, str]:
-    """(embeddings, format, byte order, note) from the input options; the input is read once."""
-    data = _read(args.input)
+    """(embeddings, format, byte order, note) from the input options; the input is read once. An HTTP
+    answer (``curl -i``) is read past its headers; an error answer raises :class:`HttpErrorAnswer`."""
+    data, headers = answer_body(_read(args.input))
+    if args.format is None and "densewire-dtype" in headers and "densewire-shape" in headers:
+        raw_headers = {"Densewire-Dtype": headers["densewire-dtype"], "Densewire-Shape": headers["densewire-shape"]}
+        return _formats.decode(data, "raw", raw_headers), "raw", "little", "(dtype and shape from the headers)"
     fmt = args.format or detect_input(data)
     dtype = args.dtype or "float32"
     note = ""
@@ -186,6 +191,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args) or 0
+    except HttpErrorAnswer as exc:  # the input is a server's error: say it, and fail
+        print(f"densewire: {exc}", file=sys.stderr)
+        return 1
     except DensewireError as exc:
         print(f"densewire: {exc}", file=sys.stderr)
         return 2

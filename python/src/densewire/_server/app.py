@@ -7,6 +7,7 @@ lifespan, before uvicorn accepts connections. Routes:
 * ``GET /v1/models``, ``GET /v1/models/{id}``: the served model;
 * ``GET /v1/tables``, ``GET``/``HEAD /v1/tables/{name}``: tables, pre-serialized (tables.py, SPEC.md 15.9);
 * ``/demo/``: the demo page (static files);
+* ``GET /``, ``GET /docs``: the server's own page and its API documentation (pages.py);
 * ``GET /health``: readiness (model, Redis, pre-warm, tables), 200 or 503;
 * ``GET /metrics``: Prometheus text;
 * ``GET /openapi.json``: the OpenAPI 3.1 document.
@@ -58,6 +59,7 @@ from .logs import configure_logging, log
 from .metrics import CONTENT_TYPE_LATEST, Metrics
 from .negotiation import VARY, negotiate_encoding, negotiate_format
 from .openapi import build_openapi
+from .pages import DocsFiles, docs, home, ready_block
 from .request import EmbeddingsRequest, parse_embeddings_request
 from .responses import RESPONSE_CLASSES, ErrorResponse, render_embeddings
 from .tables.config import table_specs
@@ -381,12 +383,16 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await state.start()
+        log.info("%s", ready_block(app, state))
         try:
             yield
         finally:
             await state.stop()
 
     routes = [
+        Route("/", home, methods=["GET"]),
+        Route("/docs", docs, methods=["GET"]),
+        Mount("/docs", app=DocsFiles()),
         Route("/v1/embeddings", embeddings, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", model, methods=["GET"]),

@@ -32,7 +32,7 @@ from ..._optional import install_hint, missing
 from .spec import NAME_RE, SCALAR_TYPES, VECTOR_RE, TableSpec
 
 __all__ = ["parse_table_arg", "parse_source", "load_tables_config", "table_specs", "demo_specs",
-           "parse_compression", "CODINGS", "COMPRESSION_PRESETS"]
+           "parse_compression", "CODINGS", "COMPRESSION_PRESETS", "DEFAULT_COMPRESSION"]
 
 _FILE_KINDS = {
     ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet",
@@ -272,26 +272,31 @@ def _require(module: str, message: str, where: str) -> None:
 # ------------------------------------------------------------------------------ --table-compression
 #: Content codings built for every table body, in the order they are built (fastest first).
 CODINGS = ("gzip", "zstd", "br")
+#: ``fast`` (the default) has the demo tables ready within seconds of start on 2 cores; ``max`` (also
+#: ``best``) saves about 5 % more bytes of them for minutes of CPU a version (both measured in
+#: bench/tables/RESULTS-compression.md: on tables of measured values, higher levels gain little).
 COMPRESSION_PRESETS: dict[str, dict[str, int]] = {
+    "fast": {"gzip": 4, "zstd": 1, "br": 1},
+    "max": {"gzip": 9, "zstd": 19, "br": 11},
     "best": {"gzip": 9, "zstd": 19, "br": 11},
-    "fast": {"gzip": 4, "zstd": 3, "br": 4},
     "off": {},
 }
+DEFAULT_COMPRESSION = "fast"
 _LEVEL_RANGE = {"gzip": (1, 9), "zstd": (1, 22), "br": (0, 11)}
 
 
 def parse_compression(text: str) -> dict[str, int]:
-    """``best`` (gzip 9, zstd 19, br 11: the default), ``fast`` (4, 3, 4), ``off``, or levels such as
-    ``br=9,zstd=15,gzip=6`` (codings not named keep the ``best`` level; ``br=off`` leaves one out)."""
+    """A preset of :data:`COMPRESSION_PRESETS` (``fast``: the default; ``max``, ``off``), or levels such
+    as ``br=9,zstd=15,gzip=6`` (codings not named keep the ``fast`` level; ``br=off`` leaves one out)."""
     t = text.strip().lower()
     if t in COMPRESSION_PRESETS:
         return dict(COMPRESSION_PRESETS[t])
-    levels = dict(COMPRESSION_PRESETS["best"])
+    levels = dict(COMPRESSION_PRESETS[DEFAULT_COMPRESSION])
     for item in filter(None, (s.strip() for s in t.split(","))):
         coding, eq, value = item.partition("=")
         coding = coding.strip()
         if not eq or coding not in _LEVEL_RANGE:
-            raise ValueError(f"--table-compression: {item!r}: use best, fast, off or CODING=LEVEL items "
+            raise ValueError(f"--table-compression: {item!r}: use fast, max, off or CODING=LEVEL items "
                              "(gzip=1..9, zstd=1..22, br=0..11, or CODING=off)")
         if value.strip() == "off":
             levels.pop(coding, None)

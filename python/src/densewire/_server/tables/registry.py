@@ -44,7 +44,7 @@ _RETRY_FIRST_MAX = 60.0
 class TableRegistry:
     """The served tables, their refresh tasks and the build process."""
 
-    def __init__(self, specs: list[TableSpec], *, metrics: Any, compression: str = "best",
+    def __init__(self, specs: list[TableSpec], *, metrics: Any, compression: str = "fast",
                  compress_min_bytes: int = 1024,
                  executor_factory: Callable[[str], Executor] | None = None) -> None:
         self.entries: dict[str, TableEntry] = {}
