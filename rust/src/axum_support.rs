@@ -5,9 +5,10 @@
 #[cfg(feature = "compression")]
 use crate::compression::COMPRESSION_THRESHOLD;
 use crate::compression::{ContentEncoding, negotiate_encoding};
+use crate::embeddings::{Embeddings, JsonOptions};
 use crate::error::{Error, ErrorKind, err};
-use crate::format::{Embeddings, Format, JsonOptions, negotiate};
 use crate::json::EmbeddingsRequest;
+use crate::media::{Format, negotiate};
 use crate::tensor::realigned;
 use axum::body::Body;
 use axum::extract::{FromRequest, FromRequestParts, Request};

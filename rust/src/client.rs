@@ -2,9 +2,10 @@
 //! decodes the response without copying the tensor out of the received [`Bytes`], and runs large
 //! jobs as a stream of batches with bounded concurrency (`buffer_unordered`).
 
+use crate::embeddings::{Embeddings, Usage};
 use crate::error::{Error, ErrorKind, Result, err};
-use crate::format::{Embeddings, Format, Usage};
 use crate::json::{EmbeddingsRequest, Input};
+use crate::media::Format;
 use crate::tensor::{Tensor, aligned_zeroed, realigned};
 use futures_util::stream::{self, Stream, StreamExt};
 use std::time::Duration;

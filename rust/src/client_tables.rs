@@ -319,7 +319,7 @@ impl TablesClient {
 }
 
 fn parse_list(body: &[u8]) -> Result<Vec<TableInfo>> {
-    let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| crate::table_json::json_error(body, e))?;
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| crate::table::json::json_error(body, e))?;
     let bad = |f: String, m: &str| err(ErrorKind::InvalidField, m.to_string()).field(f);
     let data = v
         .get("data")

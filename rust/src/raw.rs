@@ -2,13 +2,12 @@
 //! Decoding never copies: the tensor keeps the body's [`Bytes`].
 
 use crate::dtype::DType;
+use crate::embeddings::{Embeddings, Usage};
 use crate::error::{ErrorKind, Result, err};
-use crate::format::{Embeddings, Headers, Usage};
+use crate::headers::{HEADER_VERSION, Headers};
 use crate::tensor::Tensor;
 use bytes::Bytes;
 
-/// `Densewire-Version`.
-pub const HEADER_VERSION: &str = "Densewire-Version";
 /// `Densewire-Dtype`.
 pub const HEADER_DTYPE: &str = "Densewire-Dtype";
 /// `Densewire-Shape`.

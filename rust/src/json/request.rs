@@ -2,8 +2,8 @@
 //! and wrong types are `invalid_field` errors naming the field.
 
 use crate::dtype::{ByteOrder, DType};
+use crate::embeddings::EncodingFormat;
 use crate::error::{Error, ErrorKind, Result, err};
-use crate::format::EncodingFormat;
 use crate::json::decode::json_error;
 use serde_json::Value;
 
