@@ -54,6 +54,8 @@ mod axum_support;
 mod client;
 #[cfg(feature = "reqwest")]
 mod client_tables;
+#[cfg(feature = "reqwest")]
+mod retry;
 
 #[doc(hidden)]
 pub mod fuzzing;
