@@ -194,6 +194,8 @@ fn field_index(name: &str) -> Option<usize> {
     })
 }
 
+// One a request, moved once; a Box would cost an allocation.
+#[allow(clippy::large_enum_variant)]
 enum Body {
     Object(Fields),
     NotObject,
