@@ -6,8 +6,8 @@
 //! batch decodes without copying the tensor: the result's [`Bytes`] owns the arrow buffer.
 
 use crate::dtype::DType;
+use crate::embeddings::{Embeddings, Usage};
 use crate::error::{Error, ErrorKind, Result, err, truncated};
-use crate::format::{Embeddings, Usage};
 use crate::tensor::{Tensor, aligned_copy};
 use arrow_array::types::{Float16Type, Float32Type, Float64Type, Int8Type, UInt8Type, UInt16Type};
 use arrow_array::{Array, ArrayRef, FixedSizeBinaryArray, FixedSizeListArray, PrimitiveArray, RecordBatch};

@@ -2,14 +2,22 @@
 //! decodes the response without copying the tensor out of the received [`Bytes`], and runs large
 //! jobs as a stream of batches with bounded concurrency (`buffer_unordered`).
 
-use crate::error::{Error, ErrorKind, Result, err};
-use crate::format::{Embeddings, Format, Usage};
+use crate::embeddings::{Embeddings, Usage};
+use crate::error::{ErrorKind, Result, err};
 use crate::json::{EmbeddingsRequest, Input};
+use crate::media::Format;
+use crate::retry::{Retry, transport};
 use crate::tensor::{Tensor, aligned_zeroed, realigned};
 use futures_util::stream::{self, Stream, StreamExt};
 use std::time::Duration;
 
 /// A client of a densewire (or any OpenAI-compatible) embeddings server.
+///
+/// A 429, a 503 and a connection that fails before the server answers are retried (2 retries by
+/// default, as the OpenAI SDKs do) after an exponential backoff with full jitter, and never sooner
+/// than the server's `Retry-After`; other errors are returned at once. The error of the last
+/// attempt says how many were made ([`Error::attempts`](crate::Error::attempts)); a server at
+/// capacity is [`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited).
 ///
 /// ```no_run
 /// # async fn demo() -> densewire::Result<()> {
@@ -25,8 +33,11 @@ pub struct Client {
     url: String,
     api_key: Option<String>,
     format: Format,
+    /// The `Accept` header, made once.
+    accept: http::HeaderValue,
     concurrency: usize,
     batch_size: usize,
+    retry: Retry,
 }
 
 /// Builds a [`Client`].
@@ -39,6 +50,7 @@ pub struct ClientBuilder {
     batch_size: usize,
     timeout: Option<Duration>,
     http: Option<reqwest::Client>,
+    retry: Retry,
 }
 
 impl ClientBuilder {
@@ -79,6 +91,23 @@ impl ClientBuilder {
         self
     }
 
+    /// Retries of a request answered 429 or 503, or whose connection failed before an answer
+    /// (default 2; 0 never retries).
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.retry.max_retries = n;
+        self
+    }
+
+    /// The backoff between retries (default 0.5 s and 8 s): before retry `k` (from 0) the client
+    /// waits a uniformly random time below `min(cap, base * 2^k)`, added to the server's
+    /// `Retry-After` when it sent one (a `Retry-After` over 60 s is not waited for: the error is
+    /// returned).
+    pub fn retry_backoff(mut self, base: Duration, cap: Duration) -> Self {
+        self.retry.base = base;
+        self.retry.cap = cap;
+        self
+    }
+
     /// The client.
     pub fn build(self) -> Result<Client> {
         if !self.format.is_supported() {
@@ -99,19 +128,23 @@ impl ClientBuilder {
         };
         let base = self.base_url.trim_end_matches('/');
         let url = if base.ends_with("/v1") { format!("{base}/embeddings") } else { format!("{base}/v1/embeddings") };
+        let accept = if self.format == Format::Json {
+            http::HeaderValue::from_static("application/json")
+        } else {
+            http::HeaderValue::from_str(&format!("{}, application/json;q=0.1", self.format.media_type()))
+                .expect("media types are header values")
+        };
         Ok(Client {
             http,
             url,
             api_key: self.api_key,
             format: self.format,
+            accept,
             concurrency: self.concurrency,
             batch_size: self.batch_size,
+            retry: self.retry,
         })
     }
-}
-
-fn transport(e: reqwest::Error) -> Error {
-    err(ErrorKind::Unavailable, format!("HTTP transport failed: {e}"))
 }
 
 impl Client {
@@ -126,6 +159,7 @@ impl Client {
             batch_size: 256,
             timeout: None,
             http: None,
+            retry: Retry::default(),
         }
     }
 
@@ -134,33 +168,34 @@ impl Client {
         self.format
     }
 
-    /// One request. The response is decoded by its `Content-Type`; an error status becomes the
-    /// [`Error`] of its OpenAI error envelope (category, field and offset included).
+    /// One request (retried as the [`Client`] says). The response is decoded by its
+    /// `Content-Type`; an error status becomes the [`Error`](crate::Error) of its OpenAI error
+    /// envelope (category, field and offset included).
     pub async fn embed(&self, req: &EmbeddingsRequest) -> Result<Embeddings> {
-        let accept = if self.format == Format::Json {
-            "application/json".to_string()
-        } else {
-            format!("{}, application/json;q=0.1", self.format.media_type())
-        };
-        let mut rb = self
-            .http
-            .post(&self.url)
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header(http::header::ACCEPT, accept)
-            .body(req.to_json());
-        if let Some(k) = &self.api_key {
-            rb = rb.bearer_auth(k);
+        let body = bytes::Bytes::from(req.to_json());
+        let reply = self
+            .retry
+            .send(|| {
+                let rb = self
+                    .http
+                    .post(&self.url)
+                    .header(http::header::CONTENT_TYPE, "application/json")
+                    .header(http::header::ACCEPT, self.accept.clone())
+                    .body(body.clone());
+                match &self.api_key {
+                    Some(k) => rb.bearer_auth(k),
+                    None => rb,
+                }
+            })
+            .await?;
+        if !(200..300).contains(&reply.status) {
+            return Err(reply.error());
         }
-        let resp = rb.send().await.map_err(transport)?;
-        let status = resp.status();
-        let headers = resp.headers().clone();
+        let headers = reply.headers;
         // hyper joins the received chunks into one buffer; when that buffer does not start on an
         // 8-byte boundary (a small body sliced out of the read buffer), it is copied once more into
         // one that does, so that raw and Arrow tensors are always viewed in place.
-        let body = realigned(resp.bytes().await.map_err(transport)?);
-        if !status.is_success() {
-            return Err(Error::from_envelope(status.as_u16(), &body));
-        }
+        let body = realigned(reply.body);
         let ct = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json");
         let format = Format::from_content_type(ct).ok_or_else(|| {
             err(ErrorKind::UnsupportedMediaType, format!("the server answered with Content-Type {ct:?}"))

@@ -5,12 +5,14 @@
 //! decoding the body without copying fixed-width columns out of it where the format allows.
 
 use crate::error::{Error, ErrorKind, Result, err};
+use crate::retry::{Reply, Retry, transport};
 use crate::table::{ColumnSpec, ColumnType, HEADER_ROWS, Table, TableFormat, percent_encode};
 use crate::tensor::realigned;
 use futures_util::stream::{self, StreamExt};
 use std::time::Duration;
 
-/// A client of the tables API of a densewire server.
+/// A client of the tables API of a densewire server. Retries as [`Client`](crate::Client) does
+/// (429, 503, connections that fail before an answer; [`TablesClient::max_retries`]).
 ///
 /// ```no_run
 /// # async fn demo() -> densewire::Result<()> {
@@ -37,6 +39,7 @@ pub struct TablesClient {
     api_key: Option<String>,
     concurrency: usize,
     max_body: usize,
+    retry: Retry,
 }
 
 /// How to fetch one table.
@@ -97,10 +100,6 @@ pub struct TableInfo {
     pub formats: Vec<String>,
 }
 
-fn transport(e: reqwest::Error) -> Error {
-    err(ErrorKind::Unavailable, format!("HTTP transport failed: {e}"))
-}
-
 fn header(h: &http::HeaderMap, name: http::header::HeaderName) -> Option<String> {
     h.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
 }
@@ -111,7 +110,7 @@ impl TablesClient {
         let base = base_url.as_ref().trim_end_matches('/');
         let base = if base.ends_with("/v1") { base.to_string() } else { format!("{base}/v1") };
         let http = reqwest::Client::builder().build().map_err(transport)?;
-        Ok(TablesClient { http, base, api_key: None, concurrency: 4, max_body: 1 << 30 })
+        Ok(TablesClient { http, base, api_key: None, concurrency: 4, max_body: 1 << 30, retry: Retry::default() })
     }
 
     /// Sends `Authorization: Bearer KEY`.
@@ -135,6 +134,21 @@ impl TablesClient {
     /// Tables fetched at once by [`TablesClient::tables`] (default 4).
     pub fn concurrency(mut self, n: usize) -> Self {
         self.concurrency = n.max(1);
+        self
+    }
+
+    /// Retries of a request answered 429 or 503, or whose connection failed before an answer
+    /// (default 2; 0 never retries).
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.retry.max_retries = n;
+        self
+    }
+
+    /// The backoff between retries (default 0.5 s and 8 s), as
+    /// [`ClientBuilder::retry_backoff`](crate::ClientBuilder::retry_backoff).
+    pub fn retry_backoff(mut self, base: Duration, cap: Duration) -> Self {
+        self.retry.base = base;
+        self.retry.cap = cap;
         self
     }
 
@@ -196,15 +210,16 @@ impl TablesClient {
         rb.header(http::header::ACCEPT_ENCODING, accept_encoding)
     }
 
-    /// Sends a request; returns status, headers and the (decompressed, 8-byte-aligned) body.
-    async fn send(&self, rb: reqwest::RequestBuilder) -> Result<(u16, http::HeaderMap, bytes::Bytes)> {
-        let resp = rb.send().await.map_err(transport)?;
-        let status = resp.status().as_u16();
-        let headers = resp.headers().clone();
-        let raw = resp.bytes().await.map_err(transport)?;
+    /// Sends the request `make` builds (again for each retry); returns the reply with its body
+    /// decompressed and 8-byte-aligned.
+    async fn send(&self, make: impl Fn() -> reqwest::RequestBuilder) -> Result<Reply> {
+        let mut reply = self.retry.send(make).await?;
         // A 304 (or any empty body) keeps the representation's Content-Encoding but has no body.
-        let body = if status == 304 || raw.is_empty() { raw } else { self.decompress(&headers, raw)? };
-        Ok((status, headers, realigned(body)))
+        if reply.status != 304 && !reply.body.is_empty() {
+            reply.body = self.decompress(&reply.headers, std::mem::take(&mut reply.body))?;
+        }
+        reply.body = realigned(reply.body);
+        Ok(reply)
     }
 
     fn decompress(&self, headers: &http::HeaderMap, body: bytes::Bytes) -> Result<bytes::Bytes> {
@@ -253,11 +268,11 @@ impl TablesClient {
     /// `GET /v1/tables`: the tables the server has.
     pub async fn list_tables(&self) -> Result<Vec<TableInfo>> {
         let url = format!("{}/tables", self.base);
-        let (status, _, body) = self.send(self.get(&url).header(http::header::ACCEPT, "application/json")).await?;
-        if !(200..300).contains(&status) {
-            return Err(Error::from_envelope(status, &body));
+        let reply = self.send(|| self.get(&url).header(http::header::ACCEPT, "application/json")).await?;
+        if !(200..300).contains(&reply.status) {
+            return Err(reply.error());
         }
-        parse_list(&body)
+        parse_list(&reply.body)
     }
 
     /// `GET /v1/tables/{name}`: one table, decoded by its `Content-Type`. A 304 (the
@@ -268,18 +283,24 @@ impl TablesClient {
             return Err(err(ErrorKind::UnsupportedMediaType, format!("{} support is not compiled in", f.media_type())));
         }
         let url = format!("{}/tables/{}", self.base, percent_encode(name));
-        let mut rb = self.get(&url).header(http::header::ACCEPT, TablesClient::accept(options.format));
-        if let Some(tag) = &options.if_none_match {
-            rb = rb.header(http::header::IF_NONE_MATCH, tag.as_str());
-        }
-        let (status, headers, body) = self.send(rb).await?;
-        let etag = header(&headers, http::header::ETAG);
-        if status == 304 {
+        let accept = TablesClient::accept(options.format);
+        let reply = self
+            .send(|| {
+                let rb = self.get(&url).header(http::header::ACCEPT, accept.as_str());
+                match &options.if_none_match {
+                    Some(tag) => rb.header(http::header::IF_NONE_MATCH, tag.as_str()),
+                    None => rb,
+                }
+            })
+            .await?;
+        let etag = header(&reply.headers, http::header::ETAG);
+        if reply.status == 304 {
             return Ok(TableFetch::NotModified { etag });
         }
-        if !(200..300).contains(&status) {
-            return Err(Error::from_envelope(status, &body));
+        if !(200..300).contains(&reply.status) {
+            return Err(reply.error());
         }
+        let Reply { headers, body, .. } = reply;
         let ct = header(&headers, http::header::CONTENT_TYPE).unwrap_or_else(|| "application/json".into());
         let format = TableFormat::from_content_type(&ct).ok_or_else(|| {
             err(ErrorKind::UnsupportedMediaType, format!("the server answered with Content-Type {ct:?}"))
@@ -319,7 +340,7 @@ impl TablesClient {
 }
 
 fn parse_list(body: &[u8]) -> Result<Vec<TableInfo>> {
-    let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| crate::table_json::json_error(body, e))?;
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| crate::table::json::json_error(body, e))?;
     let bad = |f: String, m: &str| err(ErrorKind::InvalidField, m.to_string()).field(f);
     let data = v
         .get("data")

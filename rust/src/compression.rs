@@ -77,7 +77,7 @@ pub fn negotiate_encoding(accept_encoding: Option<&str>, offered: &[ContentEncod
         for p in it {
             if let Some((k, v)) = p.split_once('=') {
                 if k.trim().eq_ignore_ascii_case("q") {
-                    q = parse_q(v.trim()).unwrap_or(0);
+                    q = crate::media::parse_qvalue(v.trim()).unwrap_or(0);
                 }
             }
         }
@@ -92,19 +92,6 @@ pub fn negotiate_encoding(accept_encoding: Option<&str>, offered: &[ContentEncod
         }
     }
     best.0
-}
-
-fn parse_q(v: &str) -> Option<u16> {
-    let (int, frac) = v.split_once('.').unwrap_or((v, ""));
-    if frac.len() > 3 || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let f = format!("{frac:0<3}").parse::<u16>().ok()?;
-    match int {
-        "0" => Some(f),
-        "1" if f == 0 => Some(1000),
-        _ => None,
-    }
 }
 
 /// Compresses a response body (fast settings: float data barely compresses, so speed matters).

@@ -36,11 +36,14 @@ pub enum ErrorKind {
     NotAcceptable,
     /// The model or an upstream is not ready or failed (also: the HTTP transport failed).
     Unavailable,
+    /// The server is at capacity and refused the request for now (HTTP 429, with `Retry-After`);
+    /// the clients retry it.
+    RateLimited,
 }
 
 impl ErrorKind {
     /// All categories, in the order of SPEC.md section 11.
-    pub const ALL: [ErrorKind; 14] = [
+    pub const ALL: [ErrorKind; 15] = [
         ErrorKind::InvalidBase64,
         ErrorKind::LengthMismatch,
         ErrorKind::ShapeMismatch,
@@ -55,6 +58,7 @@ impl ErrorKind {
         ErrorKind::UnsupportedMediaType,
         ErrorKind::NotAcceptable,
         ErrorKind::Unavailable,
+        ErrorKind::RateLimited,
     ];
 
     /// The category name used on the wire (`code` of the OpenAI error envelope).
@@ -74,6 +78,7 @@ impl ErrorKind {
             ErrorKind::UnsupportedMediaType => "unsupported_media_type",
             ErrorKind::NotAcceptable => "not_acceptable",
             ErrorKind::Unavailable => "unavailable",
+            ErrorKind::RateLimited => "rate_limited",
         }
     }
 
@@ -92,6 +97,7 @@ impl ErrorKind {
             ErrorKind::UnsupportedMediaType => 415,
             ErrorKind::NotAcceptable => 406,
             ErrorKind::Unavailable => 503,
+            ErrorKind::RateLimited => 429,
             _ => 400,
         }
     }
@@ -114,6 +120,7 @@ pub struct Error {
     message: Cow<'static, str>,
     offset: Option<u64>,
     field: Option<Cow<'static, str>>,
+    attempts: Option<u32>,
 }
 
 /// `Result<T, densewire::Error>`.
@@ -122,7 +129,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// A new error of `kind` with a message.
     pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Error {
-        Error { kind, message: message.into(), offset: None, field: None }
+        Error { kind, message: message.into(), offset: None, field: None, attempts: None }
     }
 
     /// Sets the offset.
@@ -160,6 +167,25 @@ impl Error {
     /// The field (JSON path, field name or header name), if known.
     pub fn field_name(&self) -> Option<&str> {
         self.field.as_deref()
+    }
+
+    /// How many HTTP requests a client ([`Client`](crate::Client), [`TablesClient`](crate::TablesClient))
+    /// made before it gave up with this error (`Some(1)` when it was not retried); `None` for
+    /// errors that did not come from a request.
+    pub fn attempts(&self) -> Option<u32> {
+        self.attempts
+    }
+
+    /// Records how many requests were made; the message of an error the clients retry (429, 503,
+    /// a failed connection) says it, since it is the last of them.
+    #[allow(dead_code)] // used by the clients (feature)
+    pub(crate) fn after_attempts(mut self, attempts: u32) -> Error {
+        self.attempts = Some(attempts);
+        if matches!(self.kind, ErrorKind::RateLimited | ErrorKind::Unavailable) {
+            let s = if attempts == 1 { "" } else { "s" };
+            self.message = format!("{} (gave up after {attempts} attempt{s})", self.message).into();
+        }
+        self
     }
 
     /// The HTTP status of this error's category.
@@ -220,7 +246,10 @@ impl Error {
         let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
         let err = parsed.as_ref().and_then(|v| v.get("error"));
         let code = err.and_then(|e| e.get("code")).and_then(|c| c.as_str());
-        let kind = code.and_then(ErrorKind::from_code).unwrap_or(match status {
+        // A 429 is "rate limited" whatever code the server gave it (OpenAI's `rate_limit_exceeded`,
+        // TEI's `overloaded`, ...).
+        let code_kind = if status == 429 { Some(ErrorKind::RateLimited) } else { code.and_then(ErrorKind::from_code) };
+        let kind = code_kind.unwrap_or(match status {
             401 | 403 => ErrorKind::Unauthorized,
             404 => ErrorKind::NotFound,
             406 => ErrorKind::NotAcceptable,

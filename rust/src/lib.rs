@@ -28,22 +28,17 @@
 #![forbid(unsafe_code)]
 
 mod base64;
+mod codec;
 mod compression;
 mod convert;
 mod dtype;
+mod embeddings;
 mod error;
-mod format;
+mod headers;
 mod json;
+mod media;
 mod raw;
 mod table;
-#[cfg(feature = "arrow")]
-mod table_arrow;
-mod table_csv;
-mod table_json;
-#[cfg(feature = "msgpack")]
-mod table_msgpack;
-#[cfg(feature = "protobuf")]
-mod table_protobuf;
 mod tensor;
 
 #[cfg(feature = "arrow")]
@@ -59,6 +54,8 @@ mod axum_support;
 mod client;
 #[cfg(feature = "reqwest")]
 mod client_tables;
+#[cfg(feature = "reqwest")]
+mod retry;
 
 #[doc(hidden)]
 pub mod fuzzing;
@@ -71,6 +68,7 @@ pub struct ReadmeDoctests;
 pub use crate::base64::{decode_base64, encode_base64, encode_base64_into, tensor_from_base64, tensor_to_base64};
 #[cfg(feature = "reqwest")]
 pub use crate::client_tables::{TableFetch, TableInfo, TableOptions, TablesClient};
+pub use crate::codec::Encoded;
 pub use crate::compression::{COMPRESSION_THRESHOLD, ContentEncoding, negotiate_encoding};
 #[cfg(feature = "compression")]
 pub use crate::compression::{compress, decompress_bounded};
@@ -78,27 +76,26 @@ pub use crate::convert::{
     f32_to_bf16, f32_to_f16, f64_to_bf16, f64_to_f16, f64_to_f32, pack_binary, unpack_binary_row,
 };
 pub use crate::dtype::{ByteOrder, DType, Element};
+pub use crate::embeddings::{Embeddings, EncodingFormat, JsonOptions, Usage};
 pub use crate::error::{Error, ErrorKind, Result};
-pub use crate::format::{Embeddings, Encoded, EncodingFormat, Format, Headers, JsonOptions, Usage, negotiate};
+pub use crate::headers::{HEADER_VERSION, Headers};
 pub use crate::json::{EmbeddingsRequest, Input, MAX_INPUTS, decode_json, encode_json};
+pub use crate::media::{Format, negotiate};
 pub use crate::raw::{
-    HEADER_BYTEORDER, HEADER_DTYPE, HEADER_MODEL, HEADER_PROMPT_TOKENS, HEADER_SHAPE, HEADER_TOTAL_TOKENS,
-    HEADER_VERSION, decode_raw, raw_headers,
-};
-pub use crate::table::{
-    Column, ColumnData, ColumnSpec, ColumnType, HEADER_COLUMNS, HEADER_ROWS, HEADER_TABLE, Table, TableFormat,
-    TableItem, Values, columns_header, format_uuid, parse_columns_header, percent_encode,
+    HEADER_BYTEORDER, HEADER_DTYPE, HEADER_MODEL, HEADER_PROMPT_TOKENS, HEADER_SHAPE, HEADER_TOTAL_TOKENS, decode_raw,
+    raw_headers,
 };
 #[cfg(feature = "arrow")]
-pub use crate::table_arrow::decode_table_arrow;
-pub use crate::table_csv::{decode_table_csv, encode_table_csv};
-pub use crate::table_json::{
-    decode_table_json_columns, decode_table_json_objects, decode_table_json_rows, encode_table_json,
+pub use crate::table::decode_table_arrow;
+pub use crate::table::{
+    Column, ColumnData, ColumnSpec, ColumnType, HEADER_COLUMNS, HEADER_ROWS, HEADER_TABLE, Table, TableFormat,
+    TableItem, Values, columns_header, decode_table_csv, decode_table_json_columns, decode_table_json_objects,
+    decode_table_json_rows, encode_table_csv, encode_table_json, format_uuid, parse_columns_header, percent_encode,
 };
 #[cfg(feature = "msgpack")]
-pub use crate::table_msgpack::{decode_table_msgpack, encode_table_msgpack};
+pub use crate::table::{decode_table_msgpack, encode_table_msgpack};
 #[cfg(feature = "protobuf")]
-pub use crate::table_protobuf::{decode_table_protobuf, encode_table_protobuf};
+pub use crate::table::{decode_table_protobuf, encode_table_protobuf};
 pub use crate::tensor::Tensor;
 pub use bytes::Bytes;
 pub use half::{bf16, f16};

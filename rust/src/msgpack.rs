@@ -5,8 +5,8 @@
 //! keeps `data` as a slice of the input [`Bytes`] (no copy), reporting each error with its offset.
 
 use crate::dtype::DType;
+use crate::embeddings::{Embeddings, Usage};
 use crate::error::{Error, ErrorKind, Result, err, length_mismatch, truncated};
-use crate::format::{Embeddings, Usage};
 use crate::tensor::Tensor;
 use bytes::Bytes;
 use rmp::Marker;

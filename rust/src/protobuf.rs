@@ -6,8 +6,8 @@
 //! spec's offset, and `data` stays a slice of the input [`Bytes`] (no copy).
 
 use crate::dtype::DType;
+use crate::embeddings::{Embeddings, Usage};
 use crate::error::{Error, ErrorKind, Result, err, length_mismatch, truncated};
-use crate::format::{Embeddings, Usage};
 use crate::tensor::{Tensor, expected_len};
 use bytes::Bytes;
 use prost::Message;
@@ -61,7 +61,7 @@ pub mod pb {
         pub total_tokens: u64,
     }
 
-    pub use crate::table_protobuf::pb_table::{Column, ColumnEncoding, ColumnType, Table};
+    pub use crate::table::protobuf::pb_table::{Column, ColumnEncoding, ColumnType, Table};
 
     /// The body of `POST /v1/embeddings` when `application/protobuf` is negotiated.
     #[derive(Clone, PartialEq, prost::Message)]

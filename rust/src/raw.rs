@@ -2,13 +2,12 @@
 //! Decoding never copies: the tensor keeps the body's [`Bytes`].
 
 use crate::dtype::DType;
+use crate::embeddings::{Embeddings, Usage};
 use crate::error::{ErrorKind, Result, err};
-use crate::format::{Embeddings, Headers, Usage};
+use crate::headers::{HEADER_VERSION, Headers};
 use crate::tensor::Tensor;
 use bytes::Bytes;
 
-/// `Densewire-Version`.
-pub const HEADER_VERSION: &str = "Densewire-Version";
 /// `Densewire-Dtype`.
 pub const HEADER_DTYPE: &str = "Densewire-Dtype";
 /// `Densewire-Shape`.
@@ -31,21 +30,75 @@ pub const HEADER_TOTAL_TOKENS: &str = "Densewire-Total-Tokens";
 /// assert_eq!(raw_headers(&e)[2], ("Densewire-Shape", "2,3".to_string()));
 /// ```
 pub fn raw_headers(e: &Embeddings) -> Vec<(&'static str, String)> {
+    raw_header_values(e)
+        .map(|(header, value)| {
+            let text = match value {
+                RawValue::Static(s) | RawValue::Text(s) => s.to_string(),
+                RawValue::Dtype(d) => d.name().to_string(),
+                RawValue::Shape(n, d) => format!("{n},{d}"),
+                RawValue::Count(c) => c.to_string(),
+            };
+            (header.name(), text)
+        })
+        .collect()
+}
+
+/// The `Densewire-*` headers of a raw body, in the order of SPEC.md section 7.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RawHeader {
+    Version,
+    Dtype,
+    Shape,
+    Byteorder,
+    Model,
+    PromptTokens,
+    TotalTokens,
+}
+
+impl RawHeader {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            RawHeader::Version => HEADER_VERSION,
+            RawHeader::Dtype => HEADER_DTYPE,
+            RawHeader::Shape => HEADER_SHAPE,
+            RawHeader::Byteorder => HEADER_BYTEORDER,
+            RawHeader::Model => HEADER_MODEL,
+            RawHeader::PromptTokens => HEADER_PROMPT_TOKENS,
+            RawHeader::TotalTokens => HEADER_TOTAL_TOKENS,
+        }
+    }
+}
+
+/// The value of one `Densewire-*` header of a raw body, before it is written as text: the axum
+/// response writes each kind straight into a header value (the constant ones without copying).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RawValue<'a> {
+    /// Text known when compiling (the version, the byte order).
+    Static(&'static str),
+    /// The dtype's name.
+    Dtype(DType),
+    /// `n,d`.
+    Shape(usize, usize),
+    /// A token count.
+    Count(u64),
+    /// Text of the response (the model id).
+    Text(&'a str),
+}
+
+/// The headers of a raw body, in the order of SPEC.md section 7 (what [`raw_headers`] writes out).
+pub(crate) fn raw_header_values(e: &Embeddings) -> impl Iterator<Item = (RawHeader, RawValue<'_>)> {
     let (n, d) = e.tensor.shape();
-    let mut h = vec![
-        (HEADER_VERSION, "1".to_string()),
-        (HEADER_DTYPE, e.tensor.dtype().name().to_string()),
-        (HEADER_SHAPE, format!("{n},{d}")),
-        (HEADER_BYTEORDER, "little".to_string()),
-    ];
-    if let Some(m) = &e.model {
-        h.push((HEADER_MODEL, m.clone()));
-    }
-    if let Some(u) = e.usage {
-        h.push((HEADER_PROMPT_TOKENS, u.prompt_tokens.to_string()));
-        h.push((HEADER_TOTAL_TOKENS, u.total_tokens.to_string()));
-    }
-    h
+    [
+        Some((RawHeader::Version, RawValue::Static("1"))),
+        Some((RawHeader::Dtype, RawValue::Dtype(e.tensor.dtype()))),
+        Some((RawHeader::Shape, RawValue::Shape(n, d))),
+        Some((RawHeader::Byteorder, RawValue::Static("little"))),
+        e.model.as_deref().map(|m| (RawHeader::Model, RawValue::Text(m))),
+        e.usage.map(|u| (RawHeader::PromptTokens, RawValue::Count(u.prompt_tokens))),
+        e.usage.map(|u| (RawHeader::TotalTokens, RawValue::Count(u.total_tokens))),
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// Decodes a raw body with its headers (names case-insensitive). The tensor shares `body`.

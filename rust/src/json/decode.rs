@@ -4,8 +4,8 @@
 use crate::base64::{decode_into_slice, decoded_len_upper};
 use crate::convert::{f64_to_bf16, f64_to_f16};
 use crate::dtype::{ByteOrder, DType, swap_items};
+use crate::embeddings::{Embeddings, Usage};
 use crate::error::{Error, ErrorKind, Result, err, length_mismatch};
-use crate::format::{Embeddings, Usage};
 use crate::tensor::{Tensor, aligned_zeroed};
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;

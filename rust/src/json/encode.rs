@@ -4,8 +4,8 @@
 use crate::base64::encode_base64_into;
 use crate::convert::{f64_to_bf16, f64_to_f16};
 use crate::dtype::{ByteOrder, DType, swap_items};
+use crate::embeddings::{Embeddings, EncodingFormat, JsonOptions};
 use crate::error::{ErrorKind, Result, err};
-use crate::format::{Embeddings, EncodingFormat, JsonOptions};
 use std::fmt::Write;
 
 /// Encodes an embeddings response as the JSON envelope.

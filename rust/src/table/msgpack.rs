@@ -3,9 +3,9 @@
 //! the fixed-width types and an array of `n` str for strings. Decoding keeps every bin as a slice
 //! of the body (no copy); encoding uses `rmp`'s writers (smallest representations, byte-exact).
 
+use super::model::{Column, ColumnData, ColumnType, Table, check_bools};
 use crate::error::{ErrorKind, Result, err, length_mismatch};
 use crate::msgpack::Cursor;
-use crate::table::{Column, ColumnData, ColumnType, Table, check_bools};
 use bytes::Bytes;
 use rmp::Marker;
 

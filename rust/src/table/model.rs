@@ -1,14 +1,13 @@
-//! Tables (SPEC.md section 15): named, typed columns of `n` rows, the `Densewire-Columns` header,
-//! the table formats and one entry point to decode any of them ([`Table::decode`]).
+//! The table model (SPEC.md section 15): named, typed columns of `n` rows. The bottom of the
+//! tables' graph: the format modules (`json`, `csv`, `msgpack`, `protobuf`, `arrow`) import it, and
+//! [`super`] dispatches to them.
 //!
 //! Fixed-width columns hold their little-endian bytes in a [`Bytes`]: binary decoders (MessagePack,
 //! plain Protobuf, Arrow) slice the received body without copying, and [`Values::as_slice`] borrows
 //! those bytes as a typed slice when they are aligned (bytemuck, no `unsafe`), copying only when
-//! they are not. The format modules are `table_json`, `table_csv`, `table_msgpack`,
-//! `table_protobuf` and `table_arrow`.
+//! they are not.
 
 use crate::error::{ErrorKind, Result, err};
-use crate::format::Headers;
 use crate::tensor::aligned_zeroed;
 use bytes::Bytes;
 use std::borrow::Cow;
@@ -376,261 +375,6 @@ impl Table {
     pub fn specs(&self) -> Vec<ColumnSpec> {
         self.columns.iter().map(Column::spec).collect()
     }
-
-    /// The headers of SPEC.md section 15.2 for this table.
-    pub fn headers(&self) -> Vec<(&'static str, String)> {
-        vec![
-            (crate::raw::HEADER_VERSION, "1".to_string()),
-            (HEADER_TABLE, self.name.clone()),
-            (HEADER_ROWS, self.rows.to_string()),
-            (HEADER_COLUMNS, columns_header(&self.specs())),
-        ]
-    }
-
-    /// Decodes a table body of `format`. JSON objects and CSV take their column types from the
-    /// `Densewire-Columns` header (and the name from `Densewire-Table`); the other formats carry
-    /// their own schema and need no headers. A format whose cargo feature is off is
-    /// `unsupported_media_type`.
-    pub fn decode<H: Headers + ?Sized>(format: TableFormat, headers: &H, body: Bytes) -> Result<Table> {
-        let schema = || -> Result<(String, Vec<ColumnSpec>)> {
-            let cols = headers.header(HEADER_COLUMNS).ok_or_else(|| {
-                err(ErrorKind::InvalidField, format!("{} carries no types: the header is missing", format.name()))
-                    .field(HEADER_COLUMNS)
-            })?;
-            let name = headers.header(HEADER_TABLE).map(percent_decode_lossy).unwrap_or_default();
-            Ok((name, parse_columns_header(cols)?))
-        };
-        match format {
-            TableFormat::Json => {
-                let (name, cols) = schema()?;
-                crate::table_json::decode_table_json_objects(&body, &name, &cols)
-            }
-            TableFormat::JsonRows => crate::table_json::decode_table_json_rows(&body),
-            TableFormat::JsonColumns => crate::table_json::decode_table_json_columns(&body),
-            TableFormat::Csv => {
-                let (name, cols) = schema()?;
-                crate::table_csv::decode_table_csv(&body, &name, &cols)
-            }
-            TableFormat::Msgpack => {
-                #[cfg(feature = "msgpack")]
-                return crate::table_msgpack::decode_table_msgpack(body);
-                #[cfg(not(feature = "msgpack"))]
-                return Err(unsupported(format));
-            }
-            TableFormat::Protobuf => {
-                #[cfg(feature = "protobuf")]
-                return crate::table_protobuf::decode_table_protobuf(body);
-                #[cfg(not(feature = "protobuf"))]
-                return Err(unsupported(format));
-            }
-            TableFormat::Arrow => {
-                #[cfg(feature = "arrow")]
-                return crate::table_arrow::decode_table_arrow(body);
-                #[cfg(not(feature = "arrow"))]
-                return Err(unsupported(format));
-            }
-        }
-    }
-}
-
-#[allow(dead_code)]
-fn unsupported(format: TableFormat) -> crate::Error {
-    err(
-        ErrorKind::UnsupportedMediaType,
-        format!("{} support is not compiled in (enable the cargo feature {:?})", format.media_type(), format.name()),
-    )
-}
-
-/// `Densewire-Table`: the table name.
-pub const HEADER_TABLE: &str = "Densewire-Table";
-/// `Densewire-Rows`: `n` in decimal.
-pub const HEADER_ROWS: &str = "Densewire-Rows";
-/// `Densewire-Columns`: `name=type,...`, names percent-encoded.
-pub const HEADER_COLUMNS: &str = "Densewire-Columns";
-
-/// The seven table formats of SPEC.md section 15.9, in the server's order of preference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TableFormat {
-    /// `application/json`: an array of objects, one a row (section 15.3).
-    Json,
-    /// `application/vnd.densewire.rows+json`.
-    JsonRows,
-    /// `application/vnd.densewire.columns+json`.
-    JsonColumns,
-    /// `text/csv` (section 15.4).
-    Csv,
-    /// `application/vnd.msgpack`, columnar (section 15.5).
-    Msgpack,
-    /// `application/protobuf`, the `Table` message (section 15.6).
-    Protobuf,
-    /// `application/vnd.apache.arrow.stream` (section 15.7).
-    Arrow,
-}
-
-impl TableFormat {
-    /// Every format, in the server's order of preference.
-    pub const ALL: [TableFormat; 7] = [
-        TableFormat::Json,
-        TableFormat::JsonRows,
-        TableFormat::JsonColumns,
-        TableFormat::Csv,
-        TableFormat::Msgpack,
-        TableFormat::Protobuf,
-        TableFormat::Arrow,
-    ];
-
-    /// The canonical media type.
-    pub fn media_type(self) -> &'static str {
-        self.media_types()[0]
-    }
-
-    /// The canonical media type and its aliases.
-    pub fn media_types(self) -> &'static [&'static str] {
-        match self {
-            TableFormat::Json => &["application/json"],
-            TableFormat::JsonRows => &["application/vnd.densewire.rows+json"],
-            TableFormat::JsonColumns => &["application/vnd.densewire.columns+json"],
-            TableFormat::Csv => &["text/csv"],
-            TableFormat::Msgpack => &["application/vnd.msgpack", "application/msgpack", "application/x-msgpack"],
-            TableFormat::Protobuf => &["application/protobuf", "application/x-protobuf"],
-            TableFormat::Arrow => &["application/vnd.apache.arrow.stream"],
-        }
-    }
-
-    /// The value of the `format` query parameter (`json`, `json-rows`, `json-columns`, `csv`,
-    /// `msgpack`, `protobuf`, `arrow`); also the format of the golden cases.
-    pub fn name(self) -> &'static str {
-        match self {
-            TableFormat::Json => "json",
-            TableFormat::JsonRows => "json-rows",
-            TableFormat::JsonColumns => "json-columns",
-            TableFormat::Csv => "csv",
-            TableFormat::Msgpack => "msgpack",
-            TableFormat::Protobuf => "protobuf",
-            TableFormat::Arrow => "arrow",
-        }
-    }
-
-    /// The format of a `format` parameter value.
-    pub fn from_name(name: &str) -> Option<TableFormat> {
-        TableFormat::ALL.into_iter().find(|f| f.name() == name)
-    }
-
-    /// The format of a `Content-Type` value (aliases and parameters accepted, case-insensitive).
-    ///
-    /// ```
-    /// use densewire::TableFormat;
-    /// assert_eq!(TableFormat::from_content_type("text/csv; charset=utf-8; header=present"), Some(TableFormat::Csv));
-    /// ```
-    pub fn from_content_type(value: &str) -> Option<TableFormat> {
-        let essence = value.split(';').next().unwrap_or("").trim();
-        TableFormat::ALL.into_iter().find(|f| f.media_types().iter().any(|m| m.eq_ignore_ascii_case(essence)))
-    }
-
-    /// Whether this build can decode the format (MessagePack, Protobuf and Arrow are features).
-    pub fn is_supported(self) -> bool {
-        match self {
-            TableFormat::Msgpack => cfg!(feature = "msgpack"),
-            TableFormat::Protobuf => cfg!(feature = "protobuf"),
-            TableFormat::Arrow => cfg!(feature = "arrow"),
-            _ => true,
-        }
-    }
-}
-
-impl fmt::Display for TableFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.media_type())
-    }
-}
-
-fn is_unreserved(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
-}
-
-/// Percent-encodes a column name as `Densewire-Columns` does (RFC 3986 unreserved bytes kept,
-/// every other byte `%XX`, uppercase hex).
-pub fn percent_encode(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for &b in name.as_bytes() {
-        if is_unreserved(b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let h = b.get(i + 1..i + 3)?;
-            let h = std::str::from_utf8(h).ok()?;
-            if !h.bytes().all(|c| c.is_ascii_hexdigit()) {
-                return None;
-            }
-            out.push(u8::from_str_radix(h, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-fn percent_decode_lossy(s: &str) -> String {
-    percent_decode(s).unwrap_or_else(|| s.to_string())
-}
-
-/// The `Densewire-Columns` value for these columns.
-///
-/// ```
-/// use densewire::{columns_header, ColumnSpec, ColumnType};
-/// let cols = [ColumnSpec::new("id", ColumnType::Uuid), ColumnSpec::new("a b/é", ColumnType::Float32Vector(3))];
-/// assert_eq!(columns_header(&cols), "id=uuid,a%20b%2F%C3%A9=float32[3]");
-/// ```
-pub fn columns_header(columns: &[ColumnSpec]) -> String {
-    columns.iter().map(|c| format!("{}={}", percent_encode(&c.name), c.ty)).collect::<Vec<_>>().join(",")
-}
-
-/// Parses a `Densewire-Columns` header (SPEC.md section 15.2). An entry without `=`, an empty or
-/// duplicate name, or a bad percent escape is `invalid_field` on `Densewire-Columns`; an unknown
-/// type is `unknown_dtype` (on the same field).
-///
-/// ```
-/// use densewire::{parse_columns_header, ColumnType, ErrorKind};
-/// let cols = parse_columns_header("uuid=uuid,name%20x=float32[2]")?;
-/// assert_eq!((cols[1].name.as_str(), cols[1].ty), ("name x", ColumnType::Float32Vector(2)));
-/// let e = parse_columns_header("a=int32,b").unwrap_err();
-/// assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some("Densewire-Columns")));
-/// # Ok::<(), densewire::Error>(())
-/// ```
-pub fn parse_columns_header(value: &str) -> Result<Vec<ColumnSpec>> {
-    let bad = |m: String| err(ErrorKind::InvalidField, m).field(HEADER_COLUMNS);
-    let value = value.trim();
-    if value.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut out: Vec<ColumnSpec> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for (i, entry) in value.split(',').enumerate() {
-        let (name, ty) = entry.split_once('=').ok_or_else(|| bad(format!("entry {i} ({entry:?}) has no '='")))?;
-        let name = percent_decode(name).ok_or_else(|| bad(format!("entry {i}: bad percent escape in {name:?}")))?;
-        if name.is_empty() {
-            return Err(bad(format!("entry {i} has an empty name")));
-        }
-        if !seen.insert(name.clone()) {
-            return Err(bad(format!("column {name:?} appears twice")));
-        }
-        let ty = ColumnType::from_name(ty).map_err(|e| e.field(HEADER_COLUMNS))?;
-        out.push(ColumnSpec { name, ty });
-    }
-    Ok(out)
 }
 
 // ------------------------------------------------------------------ helpers shared by the formats
@@ -644,53 +388,6 @@ pub(crate) fn check_bools(bytes: &[u8], field: &str) -> Result<()> {
             .field(format!("{field}[{row}]"))),
     }
 }
-
-/// Undoes byte-stream-split: `m` items of `w` bytes, byte `k` of item `i` at `src[k * m + i]`,
-/// into an 8-byte-aligned buffer.
-#[allow(dead_code)] // used by the Protobuf decoder (feature)
-pub(crate) fn unsplit(src: &[u8], w: usize) -> Bytes {
-    let m = src.len() / w;
-    let mut buf = aligned_zeroed(src.len());
-    let out = buf.as_mut_slice();
-    match w {
-        4 => {
-            let (s0, rest) = src.split_at(m);
-            let (s1, rest) = rest.split_at(m);
-            let (s2, s3) = rest.split_at(m);
-            for (i, o) in out.chunks_exact_mut(4).enumerate() {
-                o.copy_from_slice(&[s0[i], s1[i], s2[i], s3[i]]);
-            }
-        }
-        8 => {
-            let s: [&[u8]; 8] = std::array::from_fn(|k| &src[k * m..(k + 1) * m]);
-            for (i, o) in out.chunks_exact_mut(8).enumerate() {
-                o.copy_from_slice(&[s[0][i], s[1][i], s[2][i], s[3][i], s[4][i], s[5][i], s[6][i], s[7][i]]);
-            }
-        }
-        _ => {
-            for (k, stream) in src.chunks_exact(m.max(1)).enumerate().take(w) {
-                for (i, &b) in stream.iter().enumerate() {
-                    out[i * w + k] = b;
-                }
-            }
-        }
-    }
-    buf.freeze()
-}
-
-/// Byte-stream-splits `m` items of `w` bytes (the encoder's side of [`unsplit`]).
-#[allow(dead_code)]
-pub(crate) fn split(src: &[u8], w: usize) -> Vec<u8> {
-    let m = src.len() / w;
-    let mut out = vec![0u8; src.len()];
-    for (i, item) in src.chunks_exact(w).enumerate() {
-        for (k, &b) in item.iter().enumerate() {
-            out[k * m + i] = b;
-        }
-    }
-    out
-}
-
 /// Parses a UUID's text (canonical 8-4-4-4-12 form, either case) into its 16 bytes.
 pub(crate) fn parse_uuid(s: &str) -> Option<[u8; 16]> {
     let b = s.as_bytes();
@@ -751,21 +448,9 @@ impl Builder {
         }
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn split_and_unsplit_are_inverse() {
-        for w in [2usize, 4, 8, 16] {
-            let src: Vec<u8> = (0..w * 7).map(|i| (i * 37 % 251) as u8).collect();
-            let s = split(&src, w);
-            assert_eq!(&unsplit(&s, w)[..], &src[..], "w = {w}");
-            assert_eq!(unsplit(&s, w).as_ptr() as usize % 8, 0);
-        }
-        assert!(unsplit(&[], 8).is_empty());
-    }
 
     #[test]
     fn uuid_text() {
@@ -773,19 +458,6 @@ mod tests {
         assert_eq!(format_uuid(&u), "7c9e6679-7425-40de-944b-e07fc1f90ae7");
         assert!(parse_uuid("7c9e6679742540de944be07fc1f90ae7").is_none());
         assert!(parse_uuid("7c9e6679-7425-40de-944b-e07fc1f90ag7").is_none());
-    }
-
-    #[test]
-    fn columns_header_round_trips_and_rejects() {
-        let cols =
-            vec![ColumnSpec::new("ü x,=", ColumnType::Int64), ColumnSpec::new("v", ColumnType::Float32Vector(7))];
-        assert_eq!(parse_columns_header(&columns_header(&cols)).unwrap(), cols);
-        for bad in ["a", "a=int32,a=int32", "%zz=int32", "%ff=int32", "=int32"] {
-            let e = parse_columns_header(bad).unwrap_err();
-            assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some(HEADER_COLUMNS)), "{bad}");
-        }
-        assert_eq!(parse_columns_header("a=int16").unwrap_err().kind(), ErrorKind::UnknownDtype);
-        assert_eq!(parse_columns_header("a=float32[0]").unwrap_err().kind(), ErrorKind::UnknownDtype);
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! non-finite floats as `NaN`, `Infinity`, `-Infinity`. A hand-written reader: line numbers count
 //! records (the header is line 1), so a quoted field holding line breaks does not advance them.
 
+use super::model::{Builder, Column, ColumnSpec, ColumnType, Table, parse_uuid};
 use crate::error::{Error, ErrorKind, Result, err, truncated};
-use crate::table::{Builder, Column, ColumnSpec, ColumnType, Table, parse_uuid};
 
 /// Reads one record starting at `*pos`; `None` at the end of the input. Fields are unquoted.
 fn record(text: &[u8], pos: &mut usize) -> Result<Option<Vec<String>>> {
@@ -291,7 +291,7 @@ pub fn encode_table_csv(table: &Table) -> Result<String> {
                 out.push(',');
             }
             field.clear();
-            crate::table_json::write_value(&mut field, c, r, true)?;
+            super::json::write_value(&mut field, c, r, true)?;
             push_quoted(&mut out, &field);
         }
         out.push_str("\r\n");

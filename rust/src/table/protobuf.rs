@@ -4,9 +4,10 @@
 //! errors carry the spec's offsets and PLAIN fixed-width `data` stays a slice of the body.
 //! BYTE_STREAM_SPLIT columns are reassembled into an aligned buffer in one pass.
 
+use super::model::{Column, ColumnData, ColumnType, Table, check_bools};
 use crate::error::{Error, ErrorKind, Result, err, length_mismatch};
 use crate::protobuf::{Reader, wrong_wire_type};
-use crate::table::{Column, ColumnData, ColumnType, Table, check_bools, split, unsplit};
+use crate::tensor::aligned_zeroed;
 use bytes::Bytes;
 use prost::Message;
 
@@ -318,6 +319,50 @@ pub fn encode_table_protobuf(table: &Table, byte_stream_split: bool) -> Vec<u8> 
     pb_table::Table { name: table.name.clone(), rows: table.rows as u64, columns }.encode_to_vec()
 }
 
+/// Undoes byte-stream-split: `m` items of `w` bytes, byte `k` of item `i` at `src[k * m + i]`,
+/// into an 8-byte-aligned buffer.
+fn unsplit(src: &[u8], w: usize) -> Bytes {
+    let m = src.len() / w;
+    let mut buf = aligned_zeroed(src.len());
+    let out = buf.as_mut_slice();
+    match w {
+        4 => {
+            let (s0, rest) = src.split_at(m);
+            let (s1, rest) = rest.split_at(m);
+            let (s2, s3) = rest.split_at(m);
+            for (i, o) in out.chunks_exact_mut(4).enumerate() {
+                o.copy_from_slice(&[s0[i], s1[i], s2[i], s3[i]]);
+            }
+        }
+        8 => {
+            let s: [&[u8]; 8] = std::array::from_fn(|k| &src[k * m..(k + 1) * m]);
+            for (i, o) in out.chunks_exact_mut(8).enumerate() {
+                o.copy_from_slice(&[s[0][i], s[1][i], s[2][i], s[3][i], s[4][i], s[5][i], s[6][i], s[7][i]]);
+            }
+        }
+        _ => {
+            for (k, stream) in src.chunks_exact(m.max(1)).enumerate().take(w) {
+                for (i, &b) in stream.iter().enumerate() {
+                    out[i * w + k] = b;
+                }
+            }
+        }
+    }
+    buf.freeze()
+}
+
+/// Byte-stream-splits `m` items of `w` bytes (the encoder's side of [`unsplit`]).
+fn split(src: &[u8], w: usize) -> Vec<u8> {
+    let m = src.len() / w;
+    let mut out = vec![0u8; src.len()];
+    for (i, item) in src.chunks_exact(w).enumerate() {
+        for (k, &b) in item.iter().enumerate() {
+            out[k * m + i] = b;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,5 +427,16 @@ mod tests {
         // Valid both times: the last one wins.
         let body = [0x0a, 0x01, b's', 0x0a, 0x01, b't'];
         assert_eq!(decode_table_protobuf(Bytes::copy_from_slice(&body)).unwrap().name, "t");
+    }
+
+    #[test]
+    fn split_and_unsplit_are_inverse() {
+        for w in [2usize, 4, 8, 16] {
+            let src: Vec<u8> = (0..w * 7).map(|i| (i * 37 % 251) as u8).collect();
+            let s = split(&src, w);
+            assert_eq!(&unsplit(&s, w)[..], &src[..], "w = {w}");
+            assert_eq!(unsplit(&s, w).as_ptr() as usize % 8, 0);
+        }
+        assert!(unsplit(&[], 8).is_empty());
     }
 }

@@ -4,8 +4,9 @@
 //! (section 3.5); integers must be integers in range. Encoding writes the shortest decimal that
 //! reads back to the same bits, and fails with `non_finite` on NaN and ±Infinity.
 
+use super::media::TableFormat;
+use super::model::{Builder, Column, ColumnData, ColumnSpec, ColumnType, Table, format_uuid, parse_uuid};
 use crate::error::{Error, ErrorKind, Result, err, truncated};
-use crate::table::{Builder, Column, ColumnData, ColumnSpec, ColumnType, Table, TableFormat, format_uuid, parse_uuid};
 use serde_json::{Map, Value};
 
 /// serde_json's error as a densewire error: a body cut short is `truncated`, anything else

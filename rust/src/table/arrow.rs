@@ -4,8 +4,8 @@
 //! body's memory (bool is bit-packed in Arrow and is unpacked to bytes). Decode only: Arrow golden
 //! vectors are decode-only, and this crate has no table Arrow encoder yet.
 
+use super::model::{Column, ColumnData, ColumnType, Table};
 use crate::error::{ErrorKind, Result, err};
-use crate::table::{Column, ColumnData, ColumnType, Table};
 use crate::tensor::aligned_copy;
 use arrow_array::{Array, BooleanArray, FixedSizeListArray, LargeStringArray, StringArray};
 use arrow_schema::{DataType, Field};

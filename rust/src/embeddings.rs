@@ -1,0 +1,64 @@
+//! The embeddings model: a tensor with its model id and token usage, what every body format of
+//! SPEC.md carries, and the options of the JSON envelope. The bottom of the graph: the format
+//! modules (`json`, `raw`, `msgpack`, `protobuf`, `arrow`) import it, and [`crate::codec`] dispatches
+//! to them.
+
+use crate::dtype::ByteOrder;
+use crate::tensor::Tensor;
+
+/// Token counts of an embeddings response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Usage {
+    /// Tokens in the input.
+    pub prompt_tokens: u64,
+    /// Tokens billed.
+    pub total_tokens: u64,
+}
+
+/// How the JSON envelope writes each `embedding` (SPEC.md section 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum EncodingFormat {
+    /// An array of JSON numbers (integers for int8, uint8 and binary's packed bytes).
+    #[default]
+    Float,
+    /// A Base64 string of the row's bytes.
+    Base64,
+}
+
+impl EncodingFormat {
+    /// `float` or `base64`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EncodingFormat::Float => "float",
+            EncodingFormat::Base64 => "base64",
+        }
+    }
+}
+
+/// Options of the JSON envelope encoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct JsonOptions {
+    /// `float` (default) or `base64`.
+    pub encoding_format: EncodingFormat,
+    /// Byte order of Base64 rows (ignored for `float`).
+    pub byteorder: ByteOrder,
+}
+
+/// An embeddings response (or any tensor with optional model id and token usage): what every
+/// body format of SPEC.md carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Embeddings {
+    /// The vectors, one row per input.
+    pub tensor: Tensor,
+    /// The model id, when the body gives one.
+    pub model: Option<String>,
+    /// Token usage, when the body gives it.
+    pub usage: Option<Usage>,
+}
+
+impl Embeddings {
+    /// A bare tensor with no model or usage.
+    pub fn from_tensor(tensor: Tensor) -> Embeddings {
+        Embeddings { tensor, model: None, usage: None }
+    }
+}
