@@ -19,7 +19,7 @@ from ._client import DEFAULT_ACCEPT, APIError, AsyncClient, Client
 from ._convert import convert
 from ._errors import (DensewireError, InvalidBase64Error, InvalidFieldError, LengthMismatchError, MalformedError,
                       MethodNotAllowedError, NonFiniteError, NotAcceptableError, NotFoundError, PayloadTooLargeError, ShapeMismatchError,
-                      TruncatedError, UnauthorizedError, UnavailableError, UnknownDtypeError,
+                      TruncatedError, UnauthorizedError, UnavailableError, OverloadedError, UnknownDtypeError,
                       UnsupportedMediaTypeError, error_class)
 from ._formats import FORMATS, MEDIA_TYPES, decode, detect_format, encode, format_for_media_type
 from ._json import decode_json, encode_json
@@ -42,7 +42,7 @@ __all__ = [
     "DensewireError", "InvalidBase64Error", "LengthMismatchError", "ShapeMismatchError", "UnknownDtypeError",
     "TruncatedError", "MalformedError", "InvalidFieldError", "NonFiniteError", "UnauthorizedError",
     "NotFoundError", "PayloadTooLargeError", "UnsupportedMediaTypeError", "NotAcceptableError", "MethodNotAllowedError",
-    "UnavailableError", "error_class",
+    "UnavailableError", "OverloadedError", "error_class",
     "Client", "AsyncClient", "APIError", "DEFAULT_ACCEPT",
     "Table", "Column", "TABLE_FORMATS", "TABLE_MEDIA_TYPES", "encode_table", "decode_table", "demo_table", "DEMO_SEED",
     "columns_header", "parse_columns_header", "table_headers",

@@ -76,6 +76,8 @@ class Embedder:
         )
         # text -> (future of a chunk's native vectors, row in the chunk) while a model call runs
         self._inflight: dict[str, tuple[asyncio.Future, int]] = {}
+        # chunk future -> requests waiting for it (the last one to leave cancels it)
+        self._waiters: dict[asyncio.Future, int] = {}
         self._prewarm_task: asyncio.Task[None] | None = None
         self.prewarm_state: dict[str, Any] = {"file": cfg.prewarm, "texts": 0, "runs": 0, "last_seconds": None}
 
@@ -216,7 +218,7 @@ class Embedder:
                     for j in range(start, stop):
                         joined.append((new[j], fut, j - start))
             futures = list({id(f): f for _, f, _ in joined}.values())
-            await asyncio.gather(*(asyncio.shield(f) for f in futures))
+            await self._wait_chunks(futures)
             for f in futures:
                 shape = getattr(f.result(), "shape", None)
                 if shape is None or len(shape) != 2 or shape[1] != self.dimensions:
@@ -245,6 +247,25 @@ class Embedder:
             self._update_cache_gauges()
 
         return _rows([found[t] for t in texts], d), [counts[t] for t in texts]
+
+    async def _wait_chunks(self, futures: list[asyncio.Future]) -> None:
+        """Wait for the model calls of these chunks; a request that stops waiting (cancelled: its
+        deadline passed or its client left) cancels each chunk nobody else waits for, which takes
+        it out of the batcher's queue before it reaches the model."""
+        waiters = self._waiters
+        for f in futures:
+            waiters[f] = waiters.get(f, 0) + 1
+        try:
+            await asyncio.gather(*(asyncio.shield(f) for f in futures))
+        finally:
+            for f in futures:
+                left = waiters[f] - 1
+                if left:
+                    waiters[f] = left
+                else:
+                    del waiters[f]
+                    if not f.done():
+                        f.cancel()
 
     async def embed_token_ids(self, ids: list[list[int]], dims: int | None) -> np.ndarray:
         """Embed token-id inputs (not cached: they are rare and model-specific)."""
