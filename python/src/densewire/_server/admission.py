@@ -22,7 +22,7 @@ from densewire import OverloadedError, UnavailableError
 
 from .metrics import Metrics
 
-__all__ = ["Admission", "Ticket", "ClientGone", "await_while_connected"]
+__all__ = ["Admission", "Ticket", "ClientGone", "ShuttingDown", "await_while_connected"]
 
 T = TypeVar("T")
 
@@ -100,26 +100,35 @@ class Admission:
             f"not answered within {self.timeout:g} s (--request-timeout): the server is overloaded; retry")
 
 
+class ShuttingDown(Exception):
+    """The drain's time (``--timeout-graceful-shutdown``) is over; the request is answered 503."""
+
+
 async def await_while_connected(work: Awaitable[T], receive: Callable[[], Awaitable[Any]],
-                                ticket: Ticket) -> T:
-    """``await work``, unless the client disconnects (``ClientGone``) or the ticket's deadline passes
-    (``TimeoutError``) first; either way ``work`` is cancelled, which takes its inputs out of the queue.
+                                ticket: Ticket, stop: asyncio.Event) -> T:
+    """``await work``, unless the client disconnects (``ClientGone``), the ticket's deadline passes
+    (``TimeoutError``) or ``stop`` is set (``ShuttingDown``) first; in each case ``work`` is cancelled,
+    which takes its inputs out of the queue.
 
     ``receive`` is the ASGI receive of a request whose body was read: its next message is
     ``http.disconnect``, sent when the client closes the connection.
     """
     task = asyncio.ensure_future(work)
     watcher = asyncio.ensure_future(_wait_disconnect(receive))
+    stopper = asyncio.ensure_future(stop.wait())
     try:
-        done, _ = await asyncio.wait({task, watcher}, timeout=ticket.remaining(),
+        done, _ = await asyncio.wait({task, watcher, stopper}, timeout=ticket.remaining(),
                                      return_when=asyncio.FIRST_COMPLETED)
         if task in done:
             return task.result()
         if watcher in done:
             raise ClientGone()
+        if stopper in done:
+            raise ShuttingDown()
         raise TimeoutError()
     finally:
         watcher.cancel()
+        stopper.cancel()
         if not task.done():
             task.cancel()
             try:

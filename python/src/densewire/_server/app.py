@@ -53,7 +53,7 @@ from densewire import (
 from densewire._backends.blas import limit_blas_threads
 from densewire._backends.registry import load_backend
 
-from .admission import Admission, ClientGone, Ticket, await_while_connected
+from .admission import Admission, ClientGone, ShuttingDown, Ticket, await_while_connected
 from .compression import read_body
 from .config import ServerConfig, config_from_env, validate
 from .embedder import Embedder
@@ -93,7 +93,7 @@ class ServerState:
         self.ready = False
         self.started_at = time.time()
         self.admission = Admission(cfg.max_concurrent_requests, cfg.request_timeout, self.metrics)
-        self.lifecycle = Lifecycle(self.metrics)
+        self.lifecycle = Lifecycle(self.metrics, self.admission, cfg.timeout_graceful_shutdown)
         self._api_key = cfg.api_key.encode() if cfg.api_key else None
         self.tables = TableRegistry(table_specs(cfg), metrics=self.metrics, compression=cfg.table_compression,
                                     compress_min_bytes=cfg.compress_min_bytes)
@@ -214,7 +214,7 @@ async def embeddings(request: Request) -> Response:
             body = await _read_body(st.cfg, request)
             req = await _parse(st.cfg, service, body)
         vectors, prompt_tokens = await await_while_connected(
-            _embed(service, req, st.metrics), request.receive, ticket)
+            _embed(service, req, st.metrics), request.receive, ticket, st.lifecycle.expired)
         emb = _to_embeddings(service, req, vectors, prompt_tokens)
         response = await _render(st.cfg, service, emb, req, fmt, content_encoding)
         ticket.release(completed=True)
@@ -222,6 +222,9 @@ async def embeddings(request: Request) -> Response:
         response = ErrorResponse(err, _error_headers(st, err))
     except TimeoutError:
         response = ErrorResponse(st.admission.timed_out(), {"Retry-After": str(st.admission.retry_after())})
+    except ShuttingDown:
+        response = ErrorResponse(UnavailableError("the server is shutting down; retry on another replica"),
+                                 {"Connection": "close", "Retry-After": "1"})
     except (ClientDisconnect, ClientGone):
         st.metrics.admission_rejections.labels("disconnected").inc()
         st.metrics.requests.labels("/v1/embeddings", "499", fmt).inc()

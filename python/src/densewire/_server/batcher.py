@@ -77,6 +77,10 @@ class MicroBatcher:
             except asyncio.CancelledError:
                 pass
         if self._running:
+            # a model call still running at shutdown (the drain's time is over) is not waited for:
+            # its thread cannot be stopped, and the process is about to exit
+            for task in list(self._running):
+                task.cancel()
             await asyncio.gather(*self._running, return_exceptions=True)
         while self._queue:
             chunk = self._queue.popleft()
@@ -175,6 +179,11 @@ class MicroBatcher:
             t0 = time.perf_counter()
             try:
                 result = await asyncio.get_running_loop().run_in_executor(self._executor, self._fn, texts)
+            except asyncio.CancelledError:  # close() while the model runs: nobody will get its answer
+                for c in batch:
+                    if not c.future.done():
+                        c.future.set_exception(UnavailableError("the server is shutting down"))
+                raise
             except Exception as exc:  # noqa: BLE001 - a backend failure is the server's, not the client's
                 log.exception("model call on %d inputs failed", len(texts))
                 err = UnavailableError(f"the model failed: {type(exc).__name__}: {exc}")

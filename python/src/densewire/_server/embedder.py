@@ -112,7 +112,7 @@ class Embedder:
         await self.batcher.close()
         if self.redis is not None:
             await self.redis.close()
-        self._model_pool.shutdown(wait=True, cancel_futures=True)
+        self._model_pool.shutdown(wait=False, cancel_futures=True)  # a stuck model call must not hold the exit
         close = getattr(self.backend, "close", None)
         if close is not None:
             close()
