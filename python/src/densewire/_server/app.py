@@ -27,6 +27,7 @@ from typing import Any, AsyncIterator
 import numpy as np
 import orjson
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -59,6 +60,7 @@ from .config import ServerConfig, config_from_env, validate
 from .embedder import Embedder
 from .errorlog import ErrorLogMiddleware
 from .lifecycle import Lifecycle
+from .limits import TRIM_AFTER_BYTES, release_memory
 from .logs import configure_logging, log
 from .metrics import CONTENT_TYPE_LATEST, Metrics
 from .negotiation import VARY, negotiate_encoding, negotiate_format
@@ -217,6 +219,8 @@ async def embeddings(request: Request) -> Response:
             _embed(service, req, st.metrics), request.receive, ticket, st.lifecycle.expired)
         emb = _to_embeddings(service, req, vectors, prompt_tokens)
         response = await _render(st.cfg, service, emb, req, fmt, content_encoding)
+        if max(len(body), len(response.body)) >= TRIM_AFTER_BYTES:
+            response.background = BackgroundTask(release_memory)  # after the response is sent
         ticket.release(completed=True)
     except DensewireError as err:
         response = ErrorResponse(err, _error_headers(st, err))

@@ -23,6 +23,7 @@ from densewire import InvalidFieldError, UnavailableError
 from .batcher import MicroBatcher
 from .cache import MemoryCache, RedisCache, redis_key
 from .config import ServerConfig
+from .limits import char_bound, clip_text
 from .logs import log
 from .metrics import Metrics
 
@@ -62,6 +63,7 @@ class Embedder:
         self.aliases = {self.model_id, backend.name, cfg.model}
         self.dimensions = int(backend.dimensions)
         self.max_tokens = int(backend.max_tokens)
+        self.char_bound = char_bound(backend)  # texts longer than this are cut first (limits.py)
         self.cpu_pool = cpu_pool
         self.memory = MemoryCache(cfg.cache_bytes)
         self.redis: RedisCache | None = None
@@ -127,6 +129,29 @@ class Embedder:
             return list(self.backend.count_tokens(texts))  # cheaper than a hop to a thread
         return list(await self.in_cpu_pool(self.backend.count_tokens, texts))
 
+    async def clip_texts(self, texts: list[str]) -> tuple[list[str], set[int]]:
+        """Texts longer than ``char_bound`` cut to what the model reads of them (limits.py), and the
+        indexes of those that were cut; the others are returned as they are."""
+        bound = self.char_bound
+        if bound is None:
+            return texts, set()
+        long = [i for i, t in enumerate(texts) if len(t) > bound]
+        if not long:
+            return texts, set()
+        count = self.backend.count_tokens
+
+        def clip_all() -> list[str]:
+            return [clip_text(texts[i], bound, self.max_tokens, count) for i in long]
+
+        clipped = await self.in_cpu_pool(clip_all)
+        out = list(texts)
+        cut = set()
+        for i, c in zip(long, clipped):
+            if len(c) < len(texts[i]):
+                out[i] = c
+                cut.add(i)
+        return out, cut
+
     def _update_cache_gauges(self) -> None:
         self.metrics.cache_bytes.set(self.memory.bytes)
         self.metrics.cache_entries.set(len(self.memory))
@@ -135,7 +160,8 @@ class Embedder:
     async def embed_texts(self, texts: list[str], dims: int | None, *, truncate: bool = True,
                           refresh: bool = False) -> tuple[np.ndarray, list[int]]:
         """``(vectors, token counts)``: float32 ``(len(texts), dims or native)`` and the untruncated
-        token count of each text.
+        token count of each text (of the part of it that was kept, a count above the model's maximum,
+        for a text cut by ``clip_texts``).
 
         With ``truncate`` False, a text longer than the model's maximum is an ``InvalidFieldError``
         on ``input[i]`` before anything is computed. ``refresh`` rewrites every vector to Redis.
@@ -144,6 +170,7 @@ class Embedder:
         kd = dims or 0  # cache key: 0 = the model's own vectors, k = cut to k and renormalised
         if not texts:
             return np.zeros((0, d), dtype=np.float32), []
+        texts, cut = await self.clip_texts(texts)
         where = dict.fromkeys(texts)  # distinct texts, in order
         missing: list[str] = []
         found: dict[str, np.ndarray] = {}
@@ -170,8 +197,9 @@ class Embedder:
             limit = self.max_tokens
             for i, t in enumerate(texts):
                 if counts[t] > limit:
+                    many = f"more than {counts[t]}" if i in cut else str(counts[t])
                     raise InvalidFieldError(
-                        f"{counts[t]} tokens, more than the model's maximum of {limit}; shorten it or "
+                        f"{many} tokens, more than the model's maximum of {limit}; shorten it or "
                         f"send truncate: true", field=f"input[{i}]")
 
         if missing and self.redis is not None and self.redis.up:
