@@ -122,8 +122,9 @@ class Redis:
         self.proc.wait()
 
     def dbsize(self) -> int:
-        out = subprocess.run(["redis-cli", "-p", str(self.port), "dbsize"], capture_output=True, text=True)
-        return int(out.stdout.strip() or 0)
+        import redis
+
+        return int(redis.Redis(port=self.port, socket_timeout=5).dbsize())
 
 
 def pct(values: list[float], q: float) -> float | None:
