@@ -28,17 +28,33 @@ suite python .venv/bin/python -m pytest python/tests -q -p no:cacheprovider
 # The other languages' clients are also tested against the real server: one densewire serve
 # (hash vectors, so no model load; the demo tables with fast pre-built compressions, so that the
 # 2 cores of CI do not spend a minute on brotli 11) for all of them, found through DENSEWIRE_SERVER_URL.
-port=$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+free_port() { .venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+port=$(free_port)
 .venv/bin/densewire serve --model hash:384 --table-compression fast --port "$port" > .ci-logs/serve.log 2>&1 &
 server_pid=$!
-trap 'kill $server_pid 2>/dev/null; wait $server_pid 2>/dev/null' EXIT
+# A second server that is easy to overload, for the clients' retry tests (DENSEWIRE_OVERLOAD_URL): the
+# built-in model (a request of 64 texts keeps it busy for a noticeable time), one request admitted at
+# a time (--max-concurrent-requests 1: the others get 429 with Retry-After), no vector cache (repeated
+# texts would not reach the model), no demo tables (nothing to pre-build).
+overload_port=$(free_port)
+.venv/bin/densewire serve --max-concurrent-requests 1 --cache-bytes 0 --no-demo-tables --blas-threads 1 \
+  --port "$overload_port" > .ci-logs/serve-overload.log 2>&1 &
+overload_pid=$!
+trap 'kill $server_pid $overload_pid 2>/dev/null; wait $server_pid $overload_pid 2>/dev/null' EXIT
 export DENSEWIRE_SERVER_URL="http://127.0.0.1:$port"
-for _ in $(seq 1 300); do
-  curl -fsS "$DENSEWIRE_SERVER_URL/health" >/dev/null 2>&1 && break
-  kill -0 $server_pid 2>/dev/null || break
-  sleep 0.1
-done
+export DENSEWIRE_OVERLOAD_URL="http://127.0.0.1:$overload_port"
+wait_healthy() {  # url pid: until /health answers 200 (the model loaded), the process died, or 120 s
+  for _ in $(seq 1 1200); do
+    curl -fsS "$1/health" >/dev/null 2>&1 && return 0
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+wait_healthy "$DENSEWIRE_SERVER_URL" $server_pid
+wait_healthy "$DENSEWIRE_OVERLOAD_URL" $overload_pid
 suite server-for-clients curl -fsS "$DENSEWIRE_SERVER_URL/health"
+suite overload-server-for-clients curl -fsS "$DENSEWIRE_OVERLOAD_URL/ready"
 
 for lang in typescript go rust java ruby; do
   if [ -f "$lang/ci.sh" ]; then suite "$lang" bash "$lang/ci.sh"; fi

@@ -220,3 +220,21 @@ def test_api_key_accepted(keyed_server, client) -> None:
     assert client.get(keyed_server.url + "/v1/models", headers=h).status_code == 200
     assert client.get(keyed_server.url + "/health").status_code == 200  # open for probes
     assert client.get(keyed_server.url + "/metrics").status_code == 200
+
+
+@pytest.mark.parametrize("value, says", [
+    (1e30, "1e+30 is out of range: must be an integer between 1 and 32"),
+    (-3, "-3 is out of range: must be an integer between 1 and 32"),
+    (DIMS + 1, f"{DIMS + 1} is out of range: must be an integer between 1 and 32"),
+    (2.5, "must be an integer, not 2.5"),
+])
+def test_a_number_out_of_range_is_called_out_of_range(server, client, value: Any, says: str) -> None:
+    r = client.post(server.url + "/v1/embeddings", json={"input": "a", "dimensions": value})
+    err = check_envelope(r, 422, "invalid_field", "dimensions")
+    assert err["message"] == f"dimensions: {says}"
+
+
+def test_token_id_out_of_range(server, client) -> None:
+    r = client.post(server.url + "/v1/embeddings", json={"input": [[1, 1e30]]})
+    err = check_envelope(r, 422, "invalid_field", "input[0][1]")
+    assert "out of range" in err["message"]

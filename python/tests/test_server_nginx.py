@@ -88,3 +88,34 @@ def test_negotiation_and_compression_through_nginx(cluster) -> None:
                 assert np.array_equal(arr, ref)
         err = c.post(lb.url + "/v1/embeddings", json={"input": []})
         assert err.status_code == 422 and err.json()["error"]["param"] == "input"
+
+
+def test_a_full_or_draining_replica_is_skipped_and_ready_answers_for_the_pool() -> None:
+    """nginx.conf passes a request refused with 429 (admission full) or 503 (draining) to the other
+    replica, and its /ready is 200 while one replica is ready."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from server_support import GatedUpstream, wait_until
+
+    with GatedUpstream() as upstream, ThreadPoolExecutor(1) as pool:
+        busy = ServerProcess(*upstream.server_args(), "--max-concurrent-requests", "1", "--cache-bytes", "0")
+        free = ServerProcess("--model", "hash:4", "--served-model-name", "gated")
+        try:
+            busy.start()
+            free.start()
+            held = pool.submit(httpx.post, busy.url + "/v1/embeddings", json={"input": ["held"]}, timeout=120)
+            wait_until(lambda: "held" in upstream.received, "the busy replica's model to hold a request")
+            assert httpx.get(busy.url + "/ready").status_code == 503
+            with NginxProcess([busy.port, free.port]) as lb, httpx.Client(timeout=30) as client:
+                for i in range(6):  # least_conn alternates: half of them try the full replica first
+                    r = client.post(lb.url + "/v1/embeddings", json={"input": [f"t{i}"]})
+                    assert r.status_code == 200, r.text
+                assert client.get(lb.url + "/ready").status_code == 200
+            full = metric_value(busy.metrics(), "densewire_admission_rejections_total", reason="full")
+            assert full >= 1  # nginx did send some to the full replica, which refused them at once
+            upstream.gate.set()
+            assert held.result().status_code == 200
+        finally:
+            upstream.gate.set()
+            busy.stop()
+            free.stop()

@@ -25,7 +25,8 @@ export type ErrorCategory =
   | "payload_too_large"
   | "unsupported_media_type"
   | "not_acceptable"
-  | "unavailable";
+  | "unavailable"
+  | "rate_limited";
 
 /** The HTTP status of each category (SPEC.md section 11). */
 export const HTTP_STATUS: Readonly<Record<ErrorCategory, number>> = Object.freeze({
@@ -43,6 +44,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCategory, number>> = Object.freez
   unsupported_media_type: 415,
   not_acceptable: 406,
   unavailable: 503,
+  rate_limited: 429,
 });
 
 /** Where an error was found: an offset, a field, or both. */

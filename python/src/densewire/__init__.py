@@ -21,7 +21,7 @@ from ._client import (DEFAULT_ACCEPT, APIConnectionError, APIError, APITimeoutEr
 from ._convert import convert
 from ._errors import (DensewireError, InvalidBase64Error, InvalidFieldError, LengthMismatchError, MalformedError,
                       MethodNotAllowedError, NonFiniteError, NotAcceptableError, NotFoundError, PayloadTooLargeError, ShapeMismatchError,
-                      TruncatedError, UnauthorizedError, UnavailableError, UnknownDtypeError,
+                      TruncatedError, UnauthorizedError, UnavailableError, RateLimitedError, UnknownDtypeError,
                       UnsupportedMediaTypeError, error_class)
 from ._formats import FORMATS, MEDIA_TYPES, decode, detect_format, encode, format_for_media_type
 from ._json import decode_json, encode_json, from_openai
@@ -44,7 +44,7 @@ __all__ = [
     "DensewireError", "InvalidBase64Error", "LengthMismatchError", "ShapeMismatchError", "UnknownDtypeError",
     "TruncatedError", "MalformedError", "InvalidFieldError", "NonFiniteError", "UnauthorizedError",
     "NotFoundError", "PayloadTooLargeError", "UnsupportedMediaTypeError", "NotAcceptableError", "MethodNotAllowedError",
-    "UnavailableError", "error_class",
+    "UnavailableError", "RateLimitedError", "error_class",
     "Client", "AsyncClient", "APIError", "DEFAULT_ACCEPT", "BadRequestError", "RateLimitError",
     "ServiceUnavailableError", "APIConnectionError", "APITimeoutError",
     "TablesClient", "AsyncTablesClient", "TableInfo", "FetchedTable", "NotModified",

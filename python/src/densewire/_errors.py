@@ -26,6 +26,7 @@ __all__ = [
     "NotAcceptableError",
     "MethodNotAllowedError",
     "UnavailableError",
+    "RateLimitedError",
     "error_class",
 ]
 
@@ -90,6 +91,7 @@ UnsupportedMediaTypeError = _category("unsupported_media_type", 415, "Request Co
 NotAcceptableError = _category("not_acceptable", 406, "Nothing in Accept can be served.")
 MethodNotAllowedError = _category("method_not_allowed", 405, "A route called with another HTTP method.")
 UnavailableError = _category("unavailable", 503, "The model or an upstream is not ready or failed.")
+RateLimitedError = _category("rate_limited", 429, "The server cannot take the request now (at its limit of concurrent requests); retry after Retry-After.")
 
 _BY_CATEGORY = {cls.category: cls for cls in DensewireError.__subclasses__()}
 

@@ -7,6 +7,7 @@ fixture that started it. A missing redis-server or nginx is installed by scripts
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -30,6 +31,8 @@ __all__ = [
     "NginxProcess",
     "parse_metrics",
     "metric_value",
+    "GatedUpstream",
+    "wait_until",
 ]
 
 REPO = Path(__file__).resolve().parents[3]
@@ -281,3 +284,70 @@ def metric_value(metrics: dict[str, float], name: str, **labels: str) -> float:
     else:
         key = name
     return metrics.get(key, 0.0)
+
+
+def wait_until(condition: Any, what: str, timeout: float = 60.0) -> None:
+    """Poll ``condition()`` until true; a hang guard (not a timed assertion): fails after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still waiting for {what} after {timeout} s")
+        time.sleep(0.02)
+
+
+class GatedUpstream:
+    """An OpenAI-compatible embeddings server (for ``--model upstream:URL``) that answers only while its
+    gate is open, and records every input it was sent: a model that is busy for as long as a test
+    wants (the fault injected), and a witness of which texts reached the model."""
+
+    def __init__(self, dimensions: int = 4) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.dimensions = dimensions
+        self.gate = threading.Event()
+        self.received: list[Any] = []
+        self.calls = 0
+        lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with lock:
+                    outer.received.extend(body["input"])
+                    outer.calls += 1
+                outer.gate.wait(120)
+                one = [1.0] + [0.0] * (outer.dimensions - 1)
+                doc = {"object": "list", "model": body["model"],
+                       "data": [{"object": "embedding", "index": i, "embedding": one}
+                                for i in range(len(body["input"]))],
+                       "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+                out = json.dumps(doc).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def server_args(self) -> list[str]:
+        """``densewire serve`` flags that make this the model."""
+        return ["--model", f"upstream:{self.url}", "--backend-option", "model=gated",
+                "--backend-option", f"dimensions={self.dimensions}"]
+
+    def __enter__(self) -> "GatedUpstream":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.gate.set()
+        self._server.shutdown()
+        self._server.server_close()

@@ -28,6 +28,7 @@ class Backend(ABC):
     Attributes:
         name: the model id served (what clients send as ``model``).
         dimensions: native output dimension of :meth:`embed`.
+        max_chars_per_token: see the class attribute (None: unknown).
         max_tokens: longest input, in tokens as counted by
             :meth:`count_tokens`; :meth:`embed` silently truncates longer
             inputs (as sentence-transformers does). A server that must refuse
@@ -37,6 +38,10 @@ class Backend(ABC):
     name: str
     dimensions: int
     max_tokens: int
+    #: The most characters one token covers, with the separator before it, for a tokenizer that splits
+    #: at whitespace; the server then cuts long texts before tokenizing them (``_server/limits.py``).
+    #: None: texts are passed whole.
+    max_chars_per_token: int | None = None
 
     @abstractmethod
     def count_tokens(self, texts: list[str]) -> list[int]:

@@ -349,6 +349,10 @@ class BertBackend(Backend):
         self._counter = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._counter.no_padding()
         self._counter.no_truncation()
+        # the longest WordPiece (without its '##'), plus one separator: no token covers more of a text
+        # whose words are at most WordPiece's max_input_chars_per_word long (server/limits.py)
+        pieces = [k.removeprefix("##") for k in self._counter.get_vocab()]
+        self.max_chars_per_token = max(map(len, pieces), default=1) + 1
         # the special tokens the post-processor wraps a text in ([CLS] ... [SEP])
         with_special = self._counter.encode("a", add_special_tokens=True).ids
         plain = self._counter.encode("a", add_special_tokens=False).ids

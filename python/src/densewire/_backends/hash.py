@@ -51,6 +51,9 @@ class HashBackend(Backend):
         self.dimensions = int(dimensions)
         self.name = name or f"hash-{self.dimensions}"
         self.max_tokens = int(max_tokens)
+        # tokens are whitespace-separated words; a cut after max_tokens * 16 characters is checked
+        # by counting (server/limits.py), so longer words are still never cut short
+        self.max_chars_per_token = 16
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Whitespace-separated words per text."""

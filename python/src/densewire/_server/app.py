@@ -8,7 +8,8 @@ lifespan, before uvicorn accepts connections. Routes:
 * ``GET /v1/tables``, ``GET``/``HEAD /v1/tables/{name}``: tables, pre-serialized (tables.py, SPEC.md 15.9);
 * ``/demo/``: the demo page (static files);
 * ``GET /``, ``GET /docs``: the server's own page and its API documentation (pages.py);
-* ``GET /health``: readiness (model, Redis, pre-warm, tables), 200 or 503;
+* ``GET /health``: liveness (model, Redis, pre-warm, tables), 200 once the model is loaded, else 503;
+* ``GET /ready``: readiness, 503 while the model loads, while draining, while admission is full (lifecycle.py);
 * ``GET /metrics``: Prometheus text;
 * ``GET /openapi.json``: the OpenAPI 3.1 document.
 """
@@ -27,6 +28,7 @@ from typing import Any, AsyncIterator
 import numpy as np
 import orjson
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -38,6 +40,7 @@ from starlette.types import Message, Send
 
 from densewire import (
     DensewireError,
+    RateLimitedError,
     Embeddings,
     InvalidFieldError,
     MethodNotAllowedError,
@@ -52,9 +55,13 @@ from densewire import (
 from densewire._backends.blas import limit_blas_threads
 from densewire._backends.registry import load_backend
 
+from .admission import Admission, ClientGone, ShuttingDown, Ticket, await_while_connected
 from .compression import read_body
 from .config import ServerConfig, config_from_env, validate
 from .embedder import Embedder
+from .errorlog import ErrorLogMiddleware
+from .lifecycle import Lifecycle
+from .limits import TRIM_AFTER_BYTES, release_memory
 from .logs import configure_logging, log
 from .metrics import CONTENT_TYPE_LATEST, Metrics
 from .negotiation import VARY, negotiate_encoding, negotiate_format
@@ -89,6 +96,8 @@ class ServerState:
         self.embedder: Embedder | None = None
         self.ready = False
         self.started_at = time.time()
+        self.admission = Admission(cfg.max_concurrent_requests, cfg.request_timeout, self.metrics)
+        self.lifecycle = Lifecycle(self.metrics, self.admission, cfg.timeout_graceful_shutdown)
         self._api_key = cfg.api_key.encode() if cfg.api_key else None
         self.tables = TableRegistry(table_specs(cfg), metrics=self.metrics, compression=cfg.table_compression,
                                     compress_min_bytes=cfg.compress_min_bytes)
@@ -142,6 +151,23 @@ class ServerState:
         if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self._api_key):
             raise UnauthorizedError("invalid API key", field="Authorization")
 
+    def admit(self) -> Ticket:
+        """Admission (admission.py): 503 with ``Connection: close`` while draining, 429 when full."""
+        if self.lifecycle.draining:
+            self.metrics.admission_rejections.labels("draining").inc()
+            raise UnavailableError("the server is shutting down; retry on another replica")
+        return self.admission.admit()
+
+    def readiness(self) -> str | None:
+        """Why a new embeddings request would not be served now (None: ready)."""
+        if not self.ready:
+            return "the model is not loaded yet"
+        if self.lifecycle.draining:
+            return "draining: the server is shutting down"
+        if self.admission.full:
+            return f"admission is full ({self.admission.active} of {self.admission.limit} requests)"
+        return None
+
     def require_embedder(self) -> Embedder:
         if self.embedder is None or not self.ready:
             raise UnavailableError("the model is not loaded yet")
@@ -182,24 +208,49 @@ async def embeddings(request: Request) -> Response:
     st = _state(request)
     t0 = time.perf_counter()
     fmt = "json"
+    ticket: Ticket | None = None
     try:
         service = _authorize(st, request)
+        ticket = st.admit()
         fmt = negotiate_format(request.headers.get("accept"), request.query_params.get("format"))
         content_encoding = negotiate_encoding(request.headers.get("accept-encoding"))
-        body = await _read_body(st.cfg, request)
-        req = await _parse(st.cfg, service, body)
-        vectors, prompt_tokens = await _embed(service, req, st.metrics)
+        async with asyncio.timeout(ticket.remaining()):
+            body = await _read_body(st.cfg, request)
+            req = await _parse(st.cfg, service, body)
+        vectors, prompt_tokens = await await_while_connected(
+            _embed(service, req, st.metrics), request.receive, ticket, st.lifecycle.expired)
         emb = _to_embeddings(service, req, vectors, prompt_tokens)
         response = await _render(st.cfg, service, emb, req, fmt, content_encoding)
+        if max(len(body), len(response.body)) >= TRIM_AFTER_BYTES:
+            response.background = BackgroundTask(release_memory)  # after the response is sent
+        ticket.release(completed=True)
     except DensewireError as err:
-        response = ErrorResponse(err)
-    except ClientDisconnect:
+        response = ErrorResponse(err, _error_headers(st, err))
+    except TimeoutError:
+        response = ErrorResponse(st.admission.timed_out(), {"Retry-After": str(st.admission.retry_after())})
+    except ShuttingDown:
+        response = ErrorResponse(UnavailableError("the server is shutting down; retry on another replica"),
+                                 {"Connection": "close", "Retry-After": "1"})
+    except (ClientDisconnect, ClientGone):
+        st.metrics.admission_rejections.labels("disconnected").inc()
         st.metrics.requests.labels("/v1/embeddings", "499", fmt).inc()
         return Response(status_code=400)
     except Exception as exc:  # noqa: BLE001 - a bug must still answer with the envelope
         response = _internal_error(exc)
+    finally:
+        if ticket is not None:
+            ticket.release()
     _record(st.metrics, fmt, response, t0)
     return response
+
+
+def _error_headers(st: ServerState, err: DensewireError) -> dict[str, str]:
+    """``Retry-After`` on a 429; ``Connection: close`` on the 503 of a draining server."""
+    if isinstance(err, RateLimitedError):
+        return {"Retry-After": str(st.admission.retry_after())}
+    if isinstance(err, UnavailableError) and st.lifecycle.draining:
+        return {"Connection": "close", "Retry-After": "1"}
+    return {}
 
 
 def _authorize(st: ServerState, request: Request) -> Embedder:
@@ -332,6 +383,17 @@ async def health(request: Request) -> Response:
     return _json(doc, 200 if st.ready else 503)
 
 
+async def ready(request: Request) -> Response:
+    """Readiness (lifecycle.py): 200 when a new embeddings request would be admitted, else 503."""
+    st = _state(request)
+    why = st.readiness()
+    doc = {"status": "ready" if why is None else "unavailable", "admitted": st.admission.active,
+           "max_concurrent_requests": st.admission.limit, "draining": st.lifecycle.draining}
+    if why is not None:
+        doc["reason"] = why
+    return _json(doc, 200 if why is None else 503)
+
+
 async def metrics(request: Request) -> Response:
     st = _state(request)
     if st.embedder is not None:
@@ -384,9 +446,11 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await state.start()
         log.info("%s", ready_block(app, state))
+        state.lifecycle.install_signal_hooks()
         try:
             yield
         finally:
+            state.lifecycle.remove_signal_hooks()
             await state.stop()
 
     routes = [
@@ -400,10 +464,13 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
         Route("/v1/tables/{name}", get_table, methods=["GET"]),
         Mount("/demo", app=DemoFiles()),
         Route("/health", health, methods=["GET"]),
+        Route("/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
     ]
-    middleware = [_cors(cfg.cors_origins)] if cfg.cors_origins else []
+    middleware = [Middleware(ErrorLogMiddleware)]
+    if cfg.cors_origins:
+        middleware.append(_cors(cfg.cors_origins))
     app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware,
                     exception_handlers={HTTPException: _http_exception})
     app.state.densewire = state
@@ -414,7 +481,7 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
 # Access-Control-Expose-Headers a browser hides Densewire-Shape, Densewire-Columns and ETag from fetch
 CORS_REQUEST_HEADERS = ("Authorization", "Content-Type", "Content-Encoding", "If-None-Match",
                         "Densewire-Shape", "Densewire-Dtype", "Densewire-Byteorder")
-CORS_EXPOSED_HEADERS = ("ETag", "Content-Encoding", "Retry-After", "Densewire-Version", "Densewire-Model",
+CORS_EXPOSED_HEADERS = ("ETag", "Content-Encoding", "Retry-After", "X-Request-Id", "Densewire-Version", "Densewire-Model",
                         "Densewire-Shape", "Densewire-Dtype", "Densewire-Byteorder", "Densewire-Prompt-Tokens",
                         "Densewire-Total-Tokens", "Densewire-Table", "Densewire-Rows", "Densewire-Columns")
 

@@ -5,6 +5,10 @@ takes whole chunks from the queue, oldest first, while their tokens fit. When th
 call waits up to ``max_wait`` seconds for more input (so that requests arriving together share a
 call); when it is busy, input piles up by itself and the next call starts as soon as a slot frees.
 Model calls run in a thread pool, never on the event loop.
+
+A chunk whose future was cancelled while it waited (every request waiting on it left: deadline
+passed or client gone, see ``admission.py``) is dropped when the next call is formed: its inputs
+never reach the model. The time each chunk waited is the ``densewire_queue_wait_seconds`` histogram.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ class _Chunk:
     texts: list[str]
     tokens: int
     future: asyncio.Future = field(repr=False)
+    queued_at: float = 0.0
+    taken: bool = False  # in a model call (or dropped): no longer counted in the queue
 
 
 class MicroBatcher:
@@ -71,6 +77,10 @@ class MicroBatcher:
             except asyncio.CancelledError:
                 pass
         if self._running:
+            # a model call still running at shutdown (the drain's time is over) is not waited for:
+            # its thread cannot be stopped, and the process is about to exit
+            for task in list(self._running):
+                task.cancel()
             await asyncio.gather(*self._running, return_exceptions=True)
         while self._queue:
             chunk = self._queue.popleft()
@@ -100,9 +110,11 @@ class MicroBatcher:
     def _enqueue(self, loop: asyncio.AbstractEventLoop, texts: list[str], tokens: int,
                  start: int, stop: int) -> tuple[asyncio.Future, int, int]:
         fut = loop.create_future()
+        chunk = _Chunk(texts, tokens, fut, time.perf_counter())
         # a failure is read by the requests waiting on it; mark it read for the case none is left
         fut.add_done_callback(lambda f: f.cancelled() or f.exception())
-        self._queue.append(_Chunk(texts, tokens, fut))
+        fut.add_done_callback(lambda f: self._drop(chunk) if f.cancelled() else None)
+        self._queue.append(chunk)
         self._queued_tokens += tokens
         self._queued_inputs += len(texts)
         return fut, start, stop
@@ -128,19 +140,38 @@ class MicroBatcher:
                         break
             batch: list[_Chunk] = []
             tokens = 0
+            now = time.perf_counter()
             while self._queue:
                 chunk = self._queue[0]
+                if chunk.taken:  # cancelled while queued: nobody waits for it, it never reaches the model
+                    self._queue.popleft()
+                    continue
                 if batch and tokens + chunk.tokens > self.max_batch_tokens:
                     break
                 self._queue.popleft()
+                chunk.taken = True
                 self._queued_tokens -= chunk.tokens
                 self._queued_inputs -= len(chunk.texts)
                 batch.append(chunk)
                 tokens += chunk.tokens
+                self._metrics.queue_wait.observe(now - chunk.queued_at)
             self._metrics.queue_inputs.set(self._queued_inputs)
+            if not batch:
+                self._slots.release()
+                continue
             task = loop.create_task(self._execute(batch, tokens))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
+
+    def _drop(self, chunk: _Chunk) -> None:
+        """A queued chunk whose future was cancelled: out of the counts (and of the next call)."""
+        if chunk.taken:
+            return
+        chunk.taken = True
+        self._queued_tokens -= chunk.tokens
+        self._queued_inputs -= len(chunk.texts)
+        self._metrics.queue_inputs.set(self._queued_inputs)
+        self._metrics.queue_dropped_inputs.inc(len(chunk.texts))
 
     async def _execute(self, batch: list[_Chunk], tokens: int) -> None:
         try:
@@ -148,6 +179,11 @@ class MicroBatcher:
             t0 = time.perf_counter()
             try:
                 result = await asyncio.get_running_loop().run_in_executor(self._executor, self._fn, texts)
+            except asyncio.CancelledError:  # close() while the model runs: nobody will get its answer
+                for c in batch:
+                    if not c.future.done():
+                        c.future.set_exception(UnavailableError("the server is shutting down"))
+                raise
             except Exception as exc:  # noqa: BLE001 - a backend failure is the server's, not the client's
                 log.exception("model call on %d inputs failed", len(texts))
                 err = UnavailableError(f"the model failed: {type(exc).__name__}: {exc}")

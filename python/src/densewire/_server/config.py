@@ -100,6 +100,8 @@ class ServerConfig:
     max_batch_wait_ms: float = 2.0
     max_client_batch_size: int = 2048
     max_body_bytes: int = 16 * MiB
+    max_concurrent_requests: int = 32
+    request_timeout: float = 30.0
     model_threads: int = 1
     blas_threads: int = 0
     cache_bytes: int = 256 * MiB
@@ -148,6 +150,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_client_batch_size", int, "most inputs in one request (default 2048)", "N"),
     Setting("max_body_bytes", _size, "largest request body, compressed and decompressed "
             "(default 16M)", "BYTES"),
+    Setting("max_concurrent_requests", int, "most embeddings requests being processed or waiting for the "
+            "model at once; one more is answered at once with 429 and Retry-After (default 32: the built-in "
+            "model answered 9.6 requests/s of one short text on a shared 2-core machine (bench/load), so a "
+            "full queue drains in about 3 s; set it to throughput x seconds of queue you accept)", "N"),
+    Setting("request_timeout", float, "seconds an admitted embeddings request may take until the model "
+            "answered it; past it, or when its client has gone, it leaves the queue without using the "
+            "model, with 503 and Retry-After (default 30; 0 = no deadline)", "SECONDS"),
     Setting("model_threads", int, "model calls running at the same time (default 1)", "N"),
     Setting("blas_threads", int, "threads of the BLAS library (OpenBLAS, MKL) for the model's matrix "
             "products (default 0: the library's own choice, usually one per core; 1 is best on a "
@@ -160,8 +169,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("log_level", str, "log level (default info)", "LEVEL",
             choices=("critical", "error", "warning", "info", "debug", "trace")),
     Setting("access_log", _bool, "log every request (default off)", flag_type="bool"),
-    Setting("timeout_graceful_shutdown", float, "seconds to drain requests on shutdown (default 30)",
-            "SECONDS"),
+    Setting("timeout_graceful_shutdown", float, "seconds to drain on SIGTERM: /ready answers 503, new "
+            "embeddings requests 503 with Connection: close, admitted ones are answered; the process exits "
+            "within this time (default 30)", "SECONDS"),
     Setting("timeout_keep_alive", int, "seconds an idle keep-alive connection stays open (default 5)",
             "SECONDS"),
     Setting("table", _lines, "serve a table at GET /v1/tables/NAME (repeatable). SOURCE: a .csv, .jsonl, "
@@ -232,6 +242,8 @@ def validate(cfg: ServerConfig) -> None:
         ("max_client_batch_size", cfg.max_client_batch_size >= 1, "must be at least 1"),
         ("max_body_bytes", cfg.max_body_bytes >= 1, "must be at least 1"),
         ("model_threads", cfg.model_threads >= 1, "must be at least 1"),
+        ("max_concurrent_requests", cfg.max_concurrent_requests >= 1, "must be at least 1"),
+        ("request_timeout", cfg.request_timeout >= 0, "must not be negative"),
         ("blas_threads", cfg.blas_threads >= 0, "must not be negative"),
         ("prewarm_interval", cfg.prewarm_interval >= 0, "must not be negative"),
         ("redis_ttl", cfg.redis_ttl >= 0, "must not be negative"),

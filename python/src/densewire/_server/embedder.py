@@ -23,6 +23,7 @@ from densewire import InvalidFieldError, UnavailableError
 from .batcher import MicroBatcher
 from .cache import MemoryCache, RedisCache, redis_key
 from .config import ServerConfig
+from .limits import char_bound, clip_text
 from .logs import log
 from .metrics import Metrics
 
@@ -62,6 +63,7 @@ class Embedder:
         self.aliases = {self.model_id, backend.name, cfg.model}
         self.dimensions = int(backend.dimensions)
         self.max_tokens = int(backend.max_tokens)
+        self.char_bound = char_bound(backend)  # texts longer than this are cut first (limits.py)
         self.cpu_pool = cpu_pool
         self.memory = MemoryCache(cfg.cache_bytes)
         self.redis: RedisCache | None = None
@@ -76,6 +78,8 @@ class Embedder:
         )
         # text -> (future of a chunk's native vectors, row in the chunk) while a model call runs
         self._inflight: dict[str, tuple[asyncio.Future, int]] = {}
+        # chunk future -> requests waiting for it (the last one to leave cancels it)
+        self._waiters: dict[asyncio.Future, int] = {}
         self._prewarm_task: asyncio.Task[None] | None = None
         self.prewarm_state: dict[str, Any] = {"file": cfg.prewarm, "texts": 0, "runs": 0, "last_seconds": None}
 
@@ -110,7 +114,7 @@ class Embedder:
         await self.batcher.close()
         if self.redis is not None:
             await self.redis.close()
-        self._model_pool.shutdown(wait=True, cancel_futures=True)
+        self._model_pool.shutdown(wait=False, cancel_futures=True)  # a stuck model call must not hold the exit
         close = getattr(self.backend, "close", None)
         if close is not None:
             close()
@@ -125,6 +129,29 @@ class Embedder:
             return list(self.backend.count_tokens(texts))  # cheaper than a hop to a thread
         return list(await self.in_cpu_pool(self.backend.count_tokens, texts))
 
+    async def clip_texts(self, texts: list[str]) -> tuple[list[str], set[int]]:
+        """Texts longer than ``char_bound`` cut to what the model reads of them (limits.py), and the
+        indexes of those that were cut; the others are returned as they are."""
+        bound = self.char_bound
+        if bound is None:
+            return texts, set()
+        long = [i for i, t in enumerate(texts) if len(t) > bound]
+        if not long:
+            return texts, set()
+        count = self.backend.count_tokens
+
+        def clip_all() -> list[str]:
+            return [clip_text(texts[i], bound, self.max_tokens, count) for i in long]
+
+        clipped = await self.in_cpu_pool(clip_all)
+        out = list(texts)
+        cut = set()
+        for i, c in zip(long, clipped):
+            if len(c) < len(texts[i]):
+                out[i] = c
+                cut.add(i)
+        return out, cut
+
     def _update_cache_gauges(self) -> None:
         self.metrics.cache_bytes.set(self.memory.bytes)
         self.metrics.cache_entries.set(len(self.memory))
@@ -133,7 +160,8 @@ class Embedder:
     async def embed_texts(self, texts: list[str], dims: int | None, *, truncate: bool = True,
                           refresh: bool = False) -> tuple[np.ndarray, list[int]]:
         """``(vectors, token counts)``: float32 ``(len(texts), dims or native)`` and the untruncated
-        token count of each text.
+        token count of each text (of the part of it that was kept, a count above the model's maximum,
+        for a text cut by ``clip_texts``).
 
         With ``truncate`` False, a text longer than the model's maximum is an ``InvalidFieldError``
         on ``input[i]`` before anything is computed. ``refresh`` rewrites every vector to Redis.
@@ -142,6 +170,7 @@ class Embedder:
         kd = dims or 0  # cache key: 0 = the model's own vectors, k = cut to k and renormalised
         if not texts:
             return np.zeros((0, d), dtype=np.float32), []
+        texts, cut = await self.clip_texts(texts)
         where = dict.fromkeys(texts)  # distinct texts, in order
         missing: list[str] = []
         found: dict[str, np.ndarray] = {}
@@ -168,8 +197,9 @@ class Embedder:
             limit = self.max_tokens
             for i, t in enumerate(texts):
                 if counts[t] > limit:
+                    many = f"more than {counts[t]}" if i in cut else str(counts[t])
                     raise InvalidFieldError(
-                        f"{counts[t]} tokens, more than the model's maximum of {limit}; shorten it or "
+                        f"{many} tokens, more than the model's maximum of {limit}; shorten it or "
                         f"send truncate: true", field=f"input[{i}]")
 
         if missing and self.redis is not None and self.redis.up:
@@ -216,7 +246,7 @@ class Embedder:
                     for j in range(start, stop):
                         joined.append((new[j], fut, j - start))
             futures = list({id(f): f for _, f, _ in joined}.values())
-            await asyncio.gather(*(asyncio.shield(f) for f in futures))
+            await self._wait_chunks(futures)
             for f in futures:
                 shape = getattr(f.result(), "shape", None)
                 if shape is None or len(shape) != 2 or shape[1] != self.dimensions:
@@ -245,6 +275,25 @@ class Embedder:
             self._update_cache_gauges()
 
         return _rows([found[t] for t in texts], d), [counts[t] for t in texts]
+
+    async def _wait_chunks(self, futures: list[asyncio.Future]) -> None:
+        """Wait for the model calls of these chunks; a request that stops waiting (cancelled: its
+        deadline passed or its client left) cancels each chunk nobody else waits for, which takes
+        it out of the batcher's queue before it reaches the model."""
+        waiters = self._waiters
+        for f in futures:
+            waiters[f] = waiters.get(f, 0) + 1
+        try:
+            await asyncio.gather(*(asyncio.shield(f) for f in futures))
+        finally:
+            for f in futures:
+                left = waiters[f] - 1
+                if left:
+                    waiters[f] = left
+                else:
+                    del waiters[f]
+                    if not f.done():
+                        f.cancel()
 
     async def embed_token_ids(self, ids: list[list[int]], dims: int | None) -> np.ndarray:
         """Embed token-id inputs (not cached: they are rare and model-specific)."""

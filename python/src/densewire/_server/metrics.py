@@ -53,6 +53,29 @@ class Metrics:
         self.queue_inputs = Gauge(
             "densewire_queue_inputs", "inputs waiting for a model call", registry=r,
         )
+        self.queue_wait = Histogram(
+            "densewire_queue_wait_seconds", "time a chunk of inputs waited in the queue before its model call",
+            buckets=_LATENCY_BUCKETS, registry=r,
+        )
+        self.queue_dropped_inputs = Counter(
+            "densewire_queue_dropped_inputs", "queued inputs taken out before any model call because every "
+            "request waiting for them left (deadline passed or client gone)", registry=r,
+        )
+        # admission (--max-concurrent-requests, --request-timeout): see admission.py
+        self.admission_limit = Gauge(
+            "densewire_admission_limit", "most embeddings requests admitted at once (--max-concurrent-requests)",
+            registry=r,
+        )
+        self.admission_active = Gauge(
+            "densewire_admission_active", "embeddings requests admitted: being processed or waiting for the model",
+            registry=r,
+        )
+        self.admission_rejections = Counter(
+            "densewire_admission_rejections", "embeddings requests not served, by reason: full (429), draining "
+            "(503 after SIGTERM), timeout (503 past --request-timeout), disconnected (the client left while "
+            "waiting)", ("reason",), registry=r,
+        )
+        self.draining = Gauge("densewire_draining", "1 after SIGTERM, while admitted requests finish", registry=r)
         self.redis_up = Gauge(
             "densewire_redis_up", "1 when the Redis cache answers, 0 when it is down or not configured",
             registry=r,

@@ -5,6 +5,7 @@ Every problem is a ``DensewireError`` naming the field, so the client sees which
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,15 +54,34 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _integer(v: Any, field: str, low: int, high: int, what: str = "an integer") -> int:
+    """``v`` as an int in [low, high], else an error that says which: a number outside the range is
+    out of range (``1e30``, ``-1``, ``1e400``), one inside it that is not an int is not an integer
+    (``2.5``, ``3.0``: JSON numbers with a fraction or exponent are floats)."""
+    if _is_int(v):
+        if low <= v <= high:
+            return v
+    elif isinstance(v, float):
+        if math.isfinite(v) and low <= v <= high:
+            raise InvalidFieldError(f"must be {what}, not {v!r}", field=field)
+    else:
+        raise InvalidFieldError(f"must be {what}, not {_type_name(v)}", field=field)
+    shown = f"{v:g}" if isinstance(v, float) else str(v)
+    raise InvalidFieldError(f"{shown} is out of range: must be {what} between {low} and {high}", field=field)
+
+
 def _token_list(v: list[Any], field: str) -> list[int]:
     if not v:
         raise InvalidFieldError("must not be an empty list of token ids", field=field)
     for j, tok in enumerate(v):
         if not _is_int(tok):
+            if isinstance(tok, float):
+                _integer(tok, f"{field}[{j}]", 0, 0xFFFFFFFF, "a token id (an integer)")  # raises
             raise InvalidFieldError(
                 f"must be a token id (an integer), not {_type_name(tok)}", field=f"{field}[{j}]")
         if tok < 0 or tok > 0xFFFFFFFF:
-            raise InvalidFieldError(f"{tok} is not a valid token id", field=f"{field}[{j}]")
+            raise InvalidFieldError(f"{tok} is out of range: a token id is between 0 and {0xFFFFFFFF}",
+                                    field=f"{field}[{j}]")
     return v
 
 
@@ -134,13 +154,7 @@ def parse_embeddings_request(body: bytes, *, max_inputs: int, native_dimensions:
 
     dimensions = doc.get("dimensions")
     if dimensions is not None:
-        if not _is_int(dimensions):
-            raise InvalidFieldError(
-                f"must be an integer, not {_type_name(dimensions)}", field="dimensions")
-        if not 1 <= dimensions <= native_dimensions:
-            raise InvalidFieldError(
-                f"must be between 1 and {native_dimensions} (the model's), not {dimensions}",
-                field="dimensions")
+        dimensions = _integer(dimensions, "dimensions", 1, native_dimensions)
 
     user = doc.get("user")
     if user is not None and not isinstance(user, str):

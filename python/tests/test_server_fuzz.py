@@ -1,0 +1,126 @@
+"""Property test of the embeddings request parsers (hypothesis, seeded from real requests): whatever
+the body (JSON documents near the real ones, raw bytes mutated from them, compressed or not) and the
+headers (Accept, Accept-Encoding, Content-Type, Content-Encoding, ?format=), the answer is a 2xx or a
+4xx with the OpenAI error envelope, never a 5xx. Runs the real app in-process (lifespan included).
+A long run: DENSEWIRE_FUZZ_EXAMPLES=20000 pytest python/tests/test_server_fuzz.py (bench/load/RESULTS.md)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from typing import Any
+
+import orjson
+import pytest
+import zstandard
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+from densewire._backends.hash import HashBackend
+from densewire._server.app import create_app
+from densewire._server.config import ServerConfig
+
+DIMS = 8
+
+#: Real requests, as the OpenAI SDKs and densewire's clients send them.
+SEEDS: list[dict[str, Any]] = [
+    {"input": "hello", "model": "hash-8"},
+    {"input": ["a", "b"], "encoding_format": "base64"},
+    {"input": ["a"], "encoding_format": "float", "dimensions": 4},
+    {"input": [[1, 2, 3], [4]], "model": "hash-8"},
+    {"input": [1, 2, 3]},
+    {"input": "x", "dtype": "float16", "byteorder": "big", "encoding_format": "base64"},
+    {"input": "x", "dtype": "binary", "truncate": False, "user": "u"},
+]
+FIELDS = ["input", "model", "encoding_format", "dimensions", "user", "dtype", "byteorder", "truncate", "extra"]
+MEDIA = ["application/json", "application/octet-stream", "application/msgpack", "application/x-protobuf",
+         "application/vnd.apache.arrow.stream", "*/*", "application/*", "text/html", "", "application/json; q=0"]
+CODINGS = ["gzip", "zstd", "br", "deflate", "identity", "*", "x-gzip", "gzip;q=0", ""]
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0, -1, 1e30, 2.5, 2**32, 2**63, "float", "base64", "float32", "bfloat16", "int8",
+                     "little", "big", "hash-8", "", "\u0000", "\ud7ff"]),
+    st.text(max_size=20),
+)
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+    st.sampled_from(FIELDS) | st.text(max_size=5), inner, max_size=3), max_leaves=12)
+documents = st.one_of(
+    st.sampled_from(SEEDS),
+    st.builds(lambda seed, changes, drop: {**{k: v for k, v in seed.items() if k not in drop}, **changes},
+              st.sampled_from(SEEDS), st.dictionaries(st.sampled_from(FIELDS), values, max_size=3),
+              st.sets(st.sampled_from(FIELDS), max_size=2)),
+    values,
+)
+
+
+def _dumps(doc: Any) -> bytes:
+    return json.dumps(doc).encode()  # json, not orjson: integers beyond 64 bits too
+
+
+def _mutate(data: bytes, flips: list[tuple[int, int]], cut: int | None) -> bytes:
+    b = bytearray(data)
+    for pos, byte in flips:
+        if b:
+            b[pos % len(b)] = byte
+    return bytes(b[:cut] if cut is not None else b)
+
+
+bodies = st.one_of(
+    documents.map(_dumps),
+    st.builds(_mutate, st.sampled_from(SEEDS).map(_dumps),
+              st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=4),
+              st.none() | st.integers(0, 60)),
+    st.binary(max_size=64),
+)
+
+
+def _encode(body: bytes, coding: str) -> bytes:
+    if coding == "gzip":
+        return gzip.compress(body)
+    if coding == "zstd":
+        return zstandard.ZstdCompressor().compress(body)
+    if coding == "deflate":
+        return zlib.compress(body)
+    return body
+
+
+@pytest.fixture(scope="module")
+def client():
+    cfg = ServerConfig(demo_tables=False, max_client_batch_size=8, max_body_bytes=4096)
+    with TestClient(create_app(cfg, backend=HashBackend(DIMS)), raise_server_exceptions=False) as c:
+        yield c
+
+
+@settings(max_examples=int(os.environ.get("DENSEWIRE_FUZZ_EXAMPLES", "300")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=bodies, accept=st.sampled_from(MEDIA) | st.text(max_size=30),
+       accept_encoding=st.sampled_from(CODINGS) | st.text(max_size=20),
+       content_type=st.sampled_from(["application/json", "application/json; charset=utf-8", "text/plain",
+                                     "application/msgpack", "application/x+json", ""]),
+       content_encoding=st.sampled_from(CODINGS), encode_it=st.booleans(),
+       fmt=st.none() | st.sampled_from(["json", "raw", "msgpack", "protobuf", "arrow", "xml", ""]))
+@example(body=b'{"input": "a", "dimensions": 1e30}', accept="application/json", accept_encoding="gzip",
+         content_type="application/json", content_encoding="identity", encode_it=False, fmt=None)
+@example(body=b'{"input": [[1, 1e30]]}', accept="*/*", accept_encoding="", content_type="application/json",
+         content_encoding="gzip", encode_it=True, fmt="raw")
+def test_every_request_gets_2xx_or_a_4xx_envelope(client, body: bytes, accept: str, accept_encoding: str,
+                                                 content_type: str, content_encoding: str, encode_it: bool,
+                                                 fmt: str | None) -> None:
+    headers = {"Accept": accept, "Accept-Encoding": accept_encoding}
+    if content_type:
+        headers["Content-Type"] = content_type
+    if content_encoding:
+        headers["Content-Encoding"] = content_encoding
+        if encode_it:
+            body = _encode(body, content_encoding)
+    headers = {k: v for k, v in headers.items() if v.isascii() and v.isprintable()}
+    r = client.post("/v1/embeddings", content=body, headers=headers, params={"format": fmt} if fmt is not None else None)
+    assert r.status_code < 500, (r.status_code, r.content[:300])
+    if r.status_code >= 400:
+        err = orjson.loads(r.content)["error"]
+        assert err["type"] == "invalid_request_error" and err["code"] and err["message"]
+    else:
+        assert r.status_code == 200
