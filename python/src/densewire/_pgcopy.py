@@ -110,8 +110,9 @@ def _column_values(t: Tensor, cols: CopyColumns, row0: int) -> np.ndarray:
             a = t.array.astype(np.float32)
     else:
         a = widen(t)  # float32 as is; float16 and bfloat16 exactly
-    finite = np.isfinite(a)
-    if not finite.all():
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = a.sum(dtype=np.float32)  # one pass: NaN and infinities make it non-finite (as may an overflow)
+    if not np.isfinite(total) and not (finite := np.isfinite(a)).all():
         r, c = np.unravel_index(int(np.argmin(finite.ravel())), finite.shape)
         raise NonFiniteError(f"{a[r, c]} cannot be stored in a {cols.pg_type} (pgvector refuses NaN and infinity)",
                              field=f"{cols.column}[{row0 + r}][{c}]")
@@ -190,8 +191,10 @@ def _be_u8(a: np.ndarray, dt: str) -> np.ndarray:
 
 
 def encode_tuples(vectors: Tensor | np.ndarray, cols: CopyColumns = CopyColumns(), ids: Any = None,
-                  row0: int = 0) -> memoryview:
-    """The tuples of these rows (no header, no trailer); ``row0`` numbers the rows in error fields."""
+                  row0: int = 0, buffer: list | None = None) -> memoryview:
+    """The tuples of these rows (no header, no trailer); ``row0`` numbers the rows in error fields.
+    ``buffer``, a list kept by the caller between calls, lets fixed-width tuples reuse one array (the
+    returned view is then only valid until the next call)."""
     t = _as_tensor(vectors)
     n, d = t.shape
     values = _column_values(t, cols, row0)
@@ -207,7 +210,13 @@ def encode_tuples(vectors: Tensor | np.ndarray, cols: CopyColumns = CopyColumns(
     if id_mat is not None:
         fields += [("id_len", ">i4"), ("id", np.dtype(("u1", id_mat.shape[1])))]
     fields += [("len", ">i4"), *head, ("data", data_dt)]
-    rec = np.empty(n, np.dtype(fields))
+    dt = np.dtype(fields)
+    if buffer is not None and id_len is None and buffer and buffer[0].dtype == dt and len(buffer[0]) >= n:
+        rec = buffer[0][:n]
+    else:
+        rec = np.empty(n, dt)
+        if buffer is not None and id_len is None:
+            buffer[:] = [rec]
     rec["count"] = cols.count
     if id_mat is not None:
         rec["id_len"] = id_mat.shape[1] if id_len is None else id_len
@@ -261,15 +270,18 @@ def encode_copy(vectors: Tensor | np.ndarray, *, pg_type: str = "vector", ids: A
 
 def iter_copy(vectors: Tensor | np.ndarray, cols: CopyColumns = CopyColumns(), ids: Any = None, *,
               rows_per_chunk: int = 4096, header: bool = True, trailer: bool = True,
-              row0: int = 0) -> Iterator[memoryview | bytes]:
+              row0: int = 0, reuse_buffer: bool = False) -> Iterator[memoryview | bytes]:
     """A stream in pieces: the header, the tuples of ``rows_per_chunk`` rows at a time (each checked before
-    it is produced), the trailer. Memory stays bounded by the chunk whatever ``n`` is."""
+    it is produced), the trailer. Memory stays bounded by the chunk whatever ``n`` is. With
+    ``reuse_buffer`` every chunk is written into the same memory: use each piece before taking the next
+    (as a synchronous ``copy.write`` does, which copies it)."""
     t = _as_tensor(vectors)
+    buffer: list | None = [] if reuse_buffer else None
     if header:
         yield HEADER
     for start in range(0, t.n, rows_per_chunk):
         stop = min(start + rows_per_chunk, t.n)
         chunk_ids = None if ids is None else ids[start:stop]
-        yield encode_tuples(Tensor(t.array[start:stop], t.dtype, t.d), cols, chunk_ids, row0 + start)
+        yield encode_tuples(Tensor(t.array[start:stop], t.dtype, t.d), cols, chunk_ids, row0 + start, buffer)
     if trailer:
         yield TRAILER

@@ -103,7 +103,7 @@ def progress_bar(total: int, enabled: bool | None, unit: str = "row") -> tuple[C
 
 def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: Tensor | np.ndarray,
                  ids: Any = None, *, pg_type: str | None = None, id_type: str | None = None,
-                 rows_per_chunk: int = 2048, progress: bool | None = None) -> CopyStats:
+                 rows_per_chunk: int = 512, progress: bool | None = None) -> CopyStats:
     """Load ``vectors`` (an ``(n, d)`` array or Tensor) into ``table`` with binary COPY over a psycopg 3
     connection; ``columns`` is the vector column's name, or ``(id_column, vector_column)`` with ``ids``
     (n ints, texts, UUIDs; None for NULL). The columns' types (vector, halfvec, bit, sparsevec; int8,
@@ -128,7 +128,7 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
     start = time.perf_counter()
     try:
         with conn.cursor() as cur, cur.copy(f"COPY {target} ({col_list}) FROM STDIN (FORMAT BINARY)") as copy:
-            for k, piece in enumerate(iter_copy(t, layout, ids, rows_per_chunk=rows_per_chunk)):
+            for k, piece in enumerate(iter_copy(t, layout, ids, rows_per_chunk=rows_per_chunk, reuse_buffer=True)):
                 copy.write(piece)
                 sent += memoryview(piece).nbytes
                 if k and done < t.n:  # a chunk of tuples (not the header, not the trailer)
