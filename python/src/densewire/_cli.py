@@ -1,4 +1,4 @@
-"""The ``densewire`` command: inspect, convert, bench, serve."""
+"""The ``densewire`` command: inspect, convert, bench, ingest, serve."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from . import _formats
 from ._base64 import decode_base64, encode_base64
 from ._convert import convert
 from ._errors import DensewireError
+from ._ingest import add_ingest_command
 from ._tensor import DTYPES, Embeddings, row_bytes
 
 INPUT_FORMATS = ("base64",) + _formats.FORMATS
@@ -178,6 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="FILE.png", help="also draw a chart")
     p.add_argument("--quiet", action="store_true", help="no progress on standard error")
     p.set_defaults(func=cmd_bench)
+
+    add_ingest_command(sub, _add_input_options, load_input)
 
     try:
         from ._server.cli import add_serve_command
