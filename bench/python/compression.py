@@ -21,7 +21,7 @@ import brotli
 import numpy as np
 import zstandard
 
-from densewire._backends import load_backend
+from densewire.server import load_backend
 from densewire._bench import machine_info
 
 HERE = Path(__file__).resolve().parent

@@ -12,7 +12,7 @@ import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from densewire._backends.base import load_backend
+from densewire.server import load_backend
 
 
 def main() -> None:

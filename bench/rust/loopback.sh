@@ -69,7 +69,7 @@ URL[fastapi-async]="http://127.0.0.1:$P_FA/cached-async"; PID[fastapi-async]=${P
 URL[fastapi-computed]="http://127.0.0.1:$P_FA/computed"; PID[fastapi-computed]=${PID[fastapi-def]}
 URL[fastapi-computed-async]="http://127.0.0.1:$P_FA/computed-async"; PID[fastapi-computed-async]=${PID[fastapi-def]}
 start fastapi-h11-def "http://127.0.0.1:$P_FAH/cached" "http://127.0.0.1:$P_FAH/health" "$PY" "${UV[@]}" --port "$P_FAH" --loop asyncio --http h11
-DWS=(-m densewire._server --host 127.0.0.1 --model hash:1024 --no-demo-tables --log-level warning --timeout-keep-alive 120)
+DWS=(-m densewire.server --host 127.0.0.1 --model hash:1024 --no-demo-tables --log-level warning --timeout-keep-alive 120)
 start densewire-serve "http://127.0.0.1:$P_DW" "http://127.0.0.1:$P_DW/health" env PYTHONPATH="$ROOT/python/src" "$PY" "${DWS[@]}" --port "$P_DW"
 start densewire-serve-computed "http://127.0.0.1:$P_DWNC" "http://127.0.0.1:$P_DWNC/health" env PYTHONPATH="$ROOT/python/src" "$PY" "${DWS[@]}" --port "$P_DWNC" --cache-bytes 0
 

@@ -207,7 +207,7 @@ def main() -> int:
         procs.append(baseline)
         dport = free_port()
         dw = subprocess.Popen(
-            [PY, "-m", "densewire._server", "--host", "127.0.0.1", "--port", str(dport), "--model",
+            [PY, "-m", "densewire.server", "--host", "127.0.0.1", "--port", str(dport), "--model",
              f"hash:{args.dims}", "--no-demo-tables", "--log-level", "warning", "--timeout-keep-alive", "120"],
             env=env, stdout=open(tmp / "densewire.log", "wb"), stderr=subprocess.STDOUT)
         procs.append(dw)
@@ -286,7 +286,7 @@ def model_bench(env: dict[str, str], tmp: Path, blas_threads: int) -> list[dict[
     """The default model (all-MiniLM-L6-v2, numpy) end to end, cache off: sentences/s."""
     port = free_port()
     proc = subprocess.Popen(
-        [PY, "-m", "densewire._server", "--host", "127.0.0.1", "--port", str(port), "--cache-bytes", "0",
+        [PY, "-m", "densewire.server", "--host", "127.0.0.1", "--port", str(port), "--cache-bytes", "0",
          "--no-demo-tables", "--log-level", "warning", "--timeout-keep-alive", "120", "--blas-threads", str(blas_threads)],
         env=env, stdout=open(tmp / "minilm.log", "wb"), stderr=subprocess.STDOUT)
     out = []

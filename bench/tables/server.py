@@ -67,7 +67,7 @@ class Server:
         env["PYTHONPATH"] = str(REPO / "python" / "src")
         self.t0 = time.perf_counter()
         self.proc = subprocess.Popen(
-            [*(pin(1) if pinned else []), sys.executable, "-m", "densewire._server", "--model", "hash:8", "--port", str(self.port),
+            [*(pin(1) if pinned else []), sys.executable, "-m", "densewire.server", "--model", "hash:8", "--port", str(self.port),
              "--log-level", "warning", *args], stdout=open(self.log, "wb"), stderr=subprocess.STDOUT, env=env,
             cwd=str(tmp))
 

@@ -116,7 +116,7 @@ def test_add_serve_command() -> None:
 
 
 def test_bad_model_spec_exits_nonzero(tmp_path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "densewire._server", "--model", "nonsense:1", "--port",
+    proc = subprocess.run([sys.executable, "-m", "densewire.server", "--model", "nonsense:1", "--port",
                            str(free_port())], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode != 0
     assert "nonsense" in proc.stderr

@@ -9,7 +9,7 @@ from fastapi import FastAPI, Request
 
 import densewire
 from densewire import Embeddings, Tensor, Usage
-from densewire._server import RESPONSE_CLASSES, RawEmbeddingsResponse, negotiated_response
+from densewire.server import RESPONSE_CLASSES, RawEmbeddingsResponse, negotiated_response
 
 VECTORS = np.arange(24, dtype=np.float32).reshape(3, 8) / 7
 

@@ -20,7 +20,7 @@ import zstandard
 import densewire
 from densewire import TABLE_FORMATS, TABLE_MEDIA_TYPES, decode_table
 from densewire._server.negotiation import negotiate_table_format
-from densewire._server.tables import if_none_match_matches
+from densewire._server.tables.routes import if_none_match_matches
 from server_support import ServerProcess, metric_value
 
 DECOMPRESS = {"gzip": gzip.decompress, "br": brotli.decompress,
@@ -434,7 +434,7 @@ def test_demo_files(tmp_path: Path) -> None:
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
-    from densewire._server.tables import DemoFiles
+    from densewire._server.tables.routes import DemoFiles
 
     async def fetch(directory: Path, path: str) -> httpx.Response:
         app = Starlette(routes=[Mount("/demo", app=DemoFiles(directory))])

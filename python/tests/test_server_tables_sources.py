@@ -24,9 +24,10 @@ import densewire
 from densewire import Column, Table, decode_table, encode_table
 from densewire._server.cli import add_serve_arguments, config_from_args
 from densewire._server.config import ServerConfig, validate
-from densewire._server.table_sources import (TableLoadError, TableSpec, load_table, load_tables_config,
-                                             parse_table_arg, table_specs)
-from densewire._server.tables_build import load_and_encode, parse_compression, table_version
+from densewire._server.tables.build import load_and_encode, table_version
+from densewire._server.tables.config import load_tables_config, parse_compression, parse_table_arg, table_specs
+from densewire._server.tables.sources import load_table
+from densewire._server.tables.spec import TableLoadError, TableSpec
 from densewire._tables._model import to_float32
 from server_support import REPO, ServerProcess, free_port, metric_value
 
@@ -279,7 +280,7 @@ def test_bad_config_file(tmp_path: Path, text: str, message: str) -> None:
 def test_bad_config_is_a_clear_cli_error(tmp_path: Path) -> None:
     f = tmp_path / "tables.toml"
     f.write_text("[tables.geo]\nsource = 'missing.db'\n")
-    proc = subprocess.run([sys.executable, "-m", "densewire._server", "--model", "hash:4", "--port", str(free_port()),
+    proc = subprocess.run([sys.executable, "-m", "densewire.server", "--model", "hash:4", "--port", str(free_port()),
                            "--tables-config", str(f)], capture_output=True, text=True, timeout=60, cwd=tmp_path,
                           env={**os.environ, "PYTHONPATH": str(REPO / "python" / "src")})
     assert proc.returncode == 2, proc.stderr

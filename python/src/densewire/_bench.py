@@ -7,7 +7,9 @@ side. Times are the median of repeated runs (at least ``min_repeat``, more until
 from __future__ import annotations
 
 import gzip
+import importlib.metadata as md
 import json
+import os
 import platform
 import statistics
 import sys
@@ -19,7 +21,9 @@ import numpy as np
 import pybase64
 
 from . import _formats
+from ._convert import convert
 from ._json import decode_json, encode_json
+from ._optional import require
 from ._tensor import Embeddings, Tensor, Usage
 
 __all__ = ["BenchResult", "run_bench", "machine_info", "format_table"]
@@ -71,8 +75,6 @@ def _stdlib_json_decode(body: bytes) -> np.ndarray:
 def run_bench(n: int = 1000, d: int = 1536, dtype: str = "float32", *, min_repeat: int = 5, min_time: float = 0.5,
               codecs: list[str] | None = None, progress: Callable[[str], None] | None = None) -> list[BenchResult]:
     """Measure every codec on the same random unit vectors of shape (n, d)."""
-    from ._convert import convert
-
     rng = np.random.default_rng(0)
     values = rng.standard_normal((n, d), dtype=np.float32)
     values /= np.linalg.norm(values, axis=1, keepdims=True) + np.float32(1e-12)
@@ -130,16 +132,12 @@ def run_bench(n: int = 1000, d: int = 1536, dtype: str = "float32", *, min_repea
 
 
 def machine_info() -> dict[str, str]:
-    import importlib.metadata as md
-
     cpu = platform.processor() or ""
     try:
         with open("/proc/cpuinfo") as f:
             cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
     except OSError:
         pass
-    import os
-
     info = {"cpu": cpu, "cores": str(os.cpu_count()), "python": sys.version.split()[0], "platform": platform.platform()}
     for pkg in ("densewire", "numpy", "pybase64", "orjson", "pyarrow"):
         try:
@@ -163,13 +161,9 @@ def format_table(results: list[BenchResult], n: int, d: int, dtype: str) -> str:
 
 
 def plot(results: list[BenchResult], path: str, title: str) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ImportError("--plot needs matplotlib: pip install 'densewire[plot]'") from None
+    matplotlib = require("matplotlib", extra="plot", feature="--plot")
+    matplotlib.use("Agg")
+    plt = require("matplotlib.pyplot", extra="plot", feature="--plot")
     names = [r.codec for r in results]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     for ax, values, label in ((axes[0], [r.size / 1e6 for r in results], "payload MB"),

@@ -9,11 +9,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import _formats
+from . import _bench, _formats
 from ._base64 import decode_base64, encode_base64
 from ._convert import convert
 from ._errors import DensewireError
 from ._ingest import add_ingest_command
+from ._server.cli import add_serve_command
 from ._tensor import DTYPES, Embeddings, row_bytes
 
 INPUT_FORMATS = ("base64",) + _formats.FORMATS
@@ -135,8 +136,6 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from . import _bench
-
     show = (lambda msg: print(msg, file=sys.stderr, flush=True)) if not args.quiet else None
     results = _bench.run_bench(args.n, args.d, args.dtype, min_repeat=args.repeat, min_time=args.min_time,
                                codecs=args.codecs, progress=show)
@@ -181,15 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench)
 
     add_ingest_command(sub, _add_input_options, load_input)
-
-    try:
-        from ._server.cli import add_serve_command
-    except ImportError as exc:  # the server's dependencies are an extra
-        missing = str(exc)
-        p = sub.add_parser("serve", help="the embeddings and tables server (needs densewire[serve])")
-        p.set_defaults(func=lambda _a: sys.exit(f"densewire serve needs the server extra: pip install 'densewire[serve]' ({missing})"))
-    else:
-        add_serve_command(sub)
+    add_serve_command(sub)  # its handler checks the server extra before anything starts
     return parser
 
 

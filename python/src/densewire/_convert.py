@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._tensor import Tensor, check_dtype
+from ._tensor import Tensor, check_dtype, widen
 
 __all__ = ["convert", "float32_to_float16", "float32_to_bfloat16", "to_binary", "float64_to_bfloat16", "widen"]
 
@@ -51,16 +51,6 @@ def to_binary(x: np.ndarray) -> np.ndarray:
     if x.ndim == 1:
         x = x.reshape(1, -1)
     return np.packbits(x > 0, axis=1, bitorder="big")
-
-
-def widen(t: Tensor) -> np.ndarray:
-    """A tensor's values as float32: exact for float16 and bfloat16; 0.0/1.0 per bit for binary."""
-    a = t.array
-    if t.dtype == "bfloat16":
-        return (a.astype(np.uint32) << 16).view(np.float32)
-    if t.dtype == "binary":
-        return np.unpackbits(a, axis=1, count=t.d, bitorder="big").astype(np.float32)
-    return a.astype(np.float32, copy=False)
 
 
 def convert(x: Tensor | np.ndarray, dtype: str) -> Tensor:

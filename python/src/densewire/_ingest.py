@@ -12,7 +12,6 @@ destination already holds (texts are embedded only for the rows that are still m
 from __future__ import annotations
 
 import argparse
-import importlib
 import itertools
 import json
 import sys
@@ -26,6 +25,7 @@ import numpy as np
 from ._client import Client
 from ._errors import InvalidFieldError
 from ._esbulk import VECTOR_FORMATS, bulk_lines
+from ._optional import require
 from ._pgvector import column_types, copy_vectors, progress_bar, quote_ident, quote_table
 from ._tensor import Tensor
 
@@ -130,11 +130,7 @@ def _range_filter(args: argparse.Namespace):
 
 # ------------------------------------------------------------------------------------ destinations
 def _psycopg():
-    try:
-        return importlib.import_module("psycopg")
-    except ImportError:
-        raise ImportError("ingesting into PostgreSQL needs psycopg 3: pip install 'psycopg[binary]' "
-                          "(or pip install 'densewire[serve]')") from None
+    return require("psycopg", extra="serve", feature="ingesting into PostgreSQL")
 
 
 def _ingest_postgres(args: argparse.Namespace, summary: Summary) -> None:

@@ -9,7 +9,6 @@ functions take a connection the caller opened.
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import sys
 import time
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import InvalidFieldError
+from ._optional import require
 from ._pgcopy import ID_TYPES, VECTOR_TYPES, CopyColumns, CopyData, iter_copy
 from ._pgcopy_read import read_stream
 from ._tensor import Tensor
@@ -93,10 +93,7 @@ def progress_bar(total: int, enabled: bool | None, unit: str = "row") -> tuple[C
         enabled = sys.stderr.isatty() and importlib.util.find_spec("tqdm") is not None
     if not enabled:
         return (lambda _k: None), (lambda: None)
-    try:
-        tqdm = importlib.import_module("tqdm").tqdm
-    except ImportError:
-        raise ImportError("progress=True needs tqdm: pip install tqdm (or pip install 'densewire[serve]')") from None
+    tqdm = require("tqdm", extra="serve", feature="a progress bar").tqdm
     bar = tqdm(total=total, unit=unit, unit_scale=True, file=sys.stderr, dynamic_ncols=True)
     return bar.update, bar.close
 

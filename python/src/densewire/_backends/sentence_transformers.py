@@ -7,28 +7,20 @@ package is imported only when this backend is built.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
 
+from .._optional import require
 from .base import Backend, check_ids, check_texts, empty_result
 
 __all__ = ["SentenceTransformerBackend", "import_sentence_transformers"]
 
-_INSTALL_HINT = "pip install sentence-transformers"
-
 
 def import_sentence_transformers() -> Any:
     """The sentence_transformers module, or ImportError naming the pip command."""
-    try:
-        return importlib.import_module("sentence_transformers")
-    except ImportError as exc:
-        raise ImportError(
-            "the 'st:' backend needs the sentence-transformers package (and torch), "
-            f"which is not installed: `{_INSTALL_HINT}`; or serve the built-in numpy "
-            "runtime on the model folder instead (spec: the folder path)"
-        ) from exc
+    return require("sentence_transformers", package="sentence-transformers", feature="the 'st:' backend",
+                   alternative="serve the built-in numpy runtime on the model folder instead (spec: the folder path)")
 
 
 class SentenceTransformerBackend(Backend):
@@ -97,8 +89,7 @@ class SentenceTransformerBackend(Backend):
         check_ids(ids)
         if not ids:
             return empty_result(self.dimensions)
-        import torch
-
+        torch = require("torch", package="torch", feature="the 'st:' backend")
         tok = self._model.tokenizer
         room = max(self.max_tokens - tok.num_special_tokens_to_add(pair=False), 0)
         outs = []

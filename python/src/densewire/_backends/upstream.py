@@ -24,11 +24,10 @@ import orjson
 
 from .._errors import DensewireError
 from .._json import decode_json
+from .._optional import require
 from .base import Backend, check_ids, check_texts, empty_result, whitespace_token_counts
 
 __all__ = ["UpstreamBackend", "UpstreamError", "embeddings_url"]
-
-_INSTALL_HINT = "pip install httpx"
 
 
 class UpstreamError(RuntimeError):
@@ -108,10 +107,7 @@ class UpstreamBackend(Backend):
         max_connections: int = 16,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
-        try:
-            import httpx
-        except ImportError as exc:
-            raise ImportError(f"the upstream backend needs httpx: `{_INSTALL_HINT}`") from exc
+        httpx = require("httpx", extra="serve", feature="the upstream backend")
         if not model:
             raise ValueError("the upstream backend needs a model id (model=...)")
         if not base_url.strip().lower().startswith(("http://", "https://")):

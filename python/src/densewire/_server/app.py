@@ -17,20 +17,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, AsyncIterator
 
+import numpy as np
 import orjson
 from starlette.applications import Starlette
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
+from starlette.types import Message, Send
 
 from densewire import (
     DensewireError,
@@ -40,25 +43,28 @@ from densewire import (
     NotFoundError,
     Tensor,
     UnauthorizedError,
+    UnavailableError,
     UnsupportedMediaTypeError,
     Usage,
     convert,
 )
+from densewire._backends.blas import limit_blas_threads
+from densewire._backends.registry import load_backend
 
 from .compression import read_body
 from .config import ServerConfig, config_from_env, validate
 from .embedder import Embedder
+from .logs import configure_logging, log
 from .metrics import CONTENT_TYPE_LATEST, Metrics
 from .negotiation import VARY, negotiate_encoding, negotiate_format
 from .openapi import build_openapi
-from .request import parse_embeddings_request
+from .request import EmbeddingsRequest, parse_embeddings_request
 from .responses import RESPONSE_CLASSES, ErrorResponse, render_embeddings
-from .table_sources import table_specs
-from .tables import DemoFiles, TableRegistry, get_table, list_tables
+from .tables.config import table_specs
+from .tables.registry import TableRegistry
+from .tables.routes import DemoFiles, get_table, list_tables
 
 __all__ = ["create_app", "app_from_env", "ServerState"]
-
-log = logging.getLogger("densewire.server")
 
 #: Encoding cost per vector element, relative to copying it, by format; an encoding whose
 #: estimated cost (elements x factor) reaches _THREAD_ENCODE_COST runs in the CPU pool, cheaper
@@ -95,11 +101,14 @@ class ServerState:
 
     async def _start_model(self) -> None:
         if self.cfg.blas_threads:
-            _limit_blas_threads(self.cfg.blas_threads)
+            try:
+                limit_blas_threads(self.cfg.blas_threads)
+            except ImportError:
+                log.warning("--blas-threads needs threadpoolctl (pip install threadpoolctl); ignored")
+            else:
+                log.info("BLAS limited to %d thread(s)", self.cfg.blas_threads)
         backend = self._given_backend
         if backend is None:
-            from densewire._backends import load_backend
-
             t0 = time.perf_counter()
             log.info("loading model %r", self.cfg.model)
             backend = await asyncio.get_running_loop().run_in_executor(
@@ -133,21 +142,8 @@ class ServerState:
 
     def require_embedder(self) -> Embedder:
         if self.embedder is None or not self.ready:
-            from densewire import UnavailableError
-
             raise UnavailableError("the model is not loaded yet")
         return self.embedder
-
-
-def _limit_blas_threads(n: int) -> None:
-    """Set the thread count of every BLAS library loaded in this process (threadpoolctl)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        log.warning("--blas-threads needs threadpoolctl (pip install threadpoolctl); ignored")
-        return
-    threadpool_limits(limits=n, user_api="blas")
-    log.info("BLAS limited to %d thread(s)", n)
 
 
 def _state(request: Request) -> ServerState:
@@ -179,68 +175,107 @@ def _check_content_type(value: str | None) -> None:
 
 
 async def embeddings(request: Request) -> Response:
+    """``POST /v1/embeddings``: a pipeline of steps, each owning one concern; a step refuses a request
+    by raising a ``DensewireError`` (answered with the OpenAI error envelope)."""
     st = _state(request)
-    m = st.metrics
     t0 = time.perf_counter()
     fmt = "json"
     try:
-        st.check_auth(request)
-        emb_service = st.require_embedder()
+        service = _authorize(st, request)
         fmt = negotiate_format(request.headers.get("accept"), request.query_params.get("format"))
         content_encoding = negotiate_encoding(request.headers.get("accept-encoding"))
-        _check_content_type(request.headers.get("content-type"))
-        body = await read_body(
-            request.stream(), limit=st.cfg.max_body_bytes,
-            content_encoding=request.headers.get("content-encoding"),
-            content_length=request.headers.get("content-length"),
-        )
-        parse = partial(parse_embeddings_request, body, max_inputs=st.cfg.max_client_batch_size,
-                        native_dimensions=emb_service.dimensions)
-        req = parse() if len(body) < _THREAD_PARSE_BYTES else await emb_service.in_cpu_pool(parse)
-        if req.model is not None and req.model not in emb_service.aliases:
-            raise NotFoundError(
-                f"{req.model!r} is not served here; this server serves {emb_service.model_id!r}",
-                field="model")
-        byteorder = req.byteorder if fmt == "json" and req.encoding_format == "base64" else "little"
-        # SPEC.md 6.1: byteorder is only meaningful for Base64 strings; numbers and binary bodies are
-        # little-endian always, and their responses say so (byteorder field, Densewire-Byteorder)
-        max_tokens = emb_service.max_tokens
-        if req.texts is not None:
-            vectors, counts = await emb_service.embed_texts(req.texts, req.dimensions, truncate=req.truncate)
-        else:
-            counts = [len(s) for s in req.token_ids]  # type: ignore[union-attr]
-            if not req.truncate:
-                for i, c in enumerate(counts):
-                    if c > max_tokens:
-                        raise InvalidFieldError(
-                            f"{c} tokens, more than the model's maximum of {max_tokens}; "
-                            f"shorten it or send truncate: true", field=f"input[{i}]")
-            vectors = await emb_service.embed_token_ids(req.token_ids, req.dimensions)  # type: ignore[arg-type]
-        prompt_tokens = sum(min(c, max_tokens) for c in counts)
-        m.inputs.inc(len(counts))
-        tensor = Tensor.from_array(vectors)
-        if req.dtype != "float32":
-            tensor = convert(tensor, req.dtype)
-        emb = Embeddings(tensor, model=emb_service.model_id, usage=Usage(prompt_tokens, prompt_tokens))
-        render = partial(render_embeddings, emb, fmt, encoding_format=req.encoding_format,
-                         byteorder=byteorder, content_encoding=content_encoding,
-                         compress_min_bytes=st.cfg.compress_min_bytes)
-        if _encode_cost(fmt, req.encoding_format, tensor.array.nbytes, content_encoding) >= _THREAD_ENCODE_COST:
-            out, headers = await emb_service.in_cpu_pool(render)
-        else:
-            out, headers = render()
-        response: Response = RESPONSE_CLASSES[fmt].prepared(out, headers)
-        m.bytes_out.labels(fmt, headers.get("Content-Encoding", "identity")).inc(len(out))
+        body = await _read_body(st.cfg, request)
+        req = await _parse(st.cfg, service, body)
+        vectors, prompt_tokens = await _embed(service, req, st.metrics)
+        emb = _to_embeddings(service, req, vectors, prompt_tokens)
+        response = await _render(st.cfg, service, emb, req, fmt, content_encoding)
     except DensewireError as err:
         response = ErrorResponse(err)
     except ClientDisconnect:
-        m.requests.labels("/v1/embeddings", "499", fmt).inc()
+        st.metrics.requests.labels("/v1/embeddings", "499", fmt).inc()
         return Response(status_code=400)
     except Exception as exc:  # noqa: BLE001 - a bug must still answer with the envelope
         response = _internal_error(exc)
+    _record(st.metrics, fmt, response, t0)
+    return response
+
+
+def _authorize(st: ServerState, request: Request) -> Embedder:
+    """Auth: the API key (401), then a loaded model (503)."""
+    st.check_auth(request)
+    return st.require_embedder()
+
+
+async def _read_body(cfg: ServerConfig, request: Request) -> bytes:
+    """Body reading: a JSON ``Content-Type`` (415), the body decompressed, at most ``--max-body-bytes`` (413)."""
+    _check_content_type(request.headers.get("content-type"))
+    return await read_body(
+        request.stream(), limit=cfg.max_body_bytes,
+        content_encoding=request.headers.get("content-encoding"),
+        content_length=request.headers.get("content-length"),
+    )
+
+
+async def _parse(cfg: ServerConfig, service: Embedder, body: bytes) -> EmbeddingsRequest:
+    """Parsing: the OpenAI request (in the CPU pool when large), naming a model served here (404)."""
+    parse = partial(parse_embeddings_request, body, max_inputs=cfg.max_client_batch_size,
+                    native_dimensions=service.dimensions)
+    req = parse() if len(body) < _THREAD_PARSE_BYTES else await service.in_cpu_pool(parse)
+    if req.model is not None and req.model not in service.aliases:
+        raise NotFoundError(
+            f"{req.model!r} is not served here; this server serves {service.model_id!r}",
+            field="model")
+    return req
+
+
+async def _embed(service: Embedder, req: EmbeddingsRequest, m: Metrics) -> tuple[np.ndarray, int]:
+    """The model call: texts or token ids to float32 vectors, and the prompt tokens counted."""
+    max_tokens = service.max_tokens
+    if req.texts is not None:
+        vectors, counts = await service.embed_texts(req.texts, req.dimensions, truncate=req.truncate)
+    else:
+        counts = [len(s) for s in req.token_ids]  # type: ignore[union-attr]
+        if not req.truncate:
+            for i, c in enumerate(counts):
+                if c > max_tokens:
+                    raise InvalidFieldError(
+                        f"{c} tokens, more than the model's maximum of {max_tokens}; "
+                        f"shorten it or send truncate: true", field=f"input[{i}]")
+        vectors = await service.embed_token_ids(req.token_ids, req.dimensions)  # type: ignore[arg-type]
+    m.inputs.inc(len(counts))
+    return vectors, sum(min(c, max_tokens) for c in counts)
+
+
+def _to_embeddings(service: Embedder, req: EmbeddingsRequest, vectors: np.ndarray, prompt_tokens: int) -> Embeddings:
+    """Conversion: the vectors in the requested dtype (SPEC.md 3), with the model and usage."""
+    tensor = Tensor.from_array(vectors)
+    if req.dtype != "float32":
+        tensor = convert(tensor, req.dtype)
+    return Embeddings(tensor, model=service.model_id, usage=Usage(prompt_tokens, prompt_tokens))
+
+
+async def _render(cfg: ServerConfig, service: Embedder, emb: Embeddings, req: EmbeddingsRequest, fmt: str,
+                  content_encoding: str | None) -> Response:
+    """Rendering: the negotiated format and content coding, in the CPU pool when costly."""
+    # SPEC.md 6.1: byteorder is only meaningful for Base64 strings; numbers and binary bodies are
+    # little-endian always, and their responses say so (byteorder field, Densewire-Byteorder)
+    byteorder = req.byteorder if fmt == "json" and req.encoding_format == "base64" else "little"
+    render = partial(render_embeddings, emb, fmt, encoding_format=req.encoding_format,
+                     byteorder=byteorder, content_encoding=content_encoding,
+                     compress_min_bytes=cfg.compress_min_bytes)
+    if _encode_cost(fmt, req.encoding_format, emb.tensor.array.nbytes, content_encoding) >= _THREAD_ENCODE_COST:
+        out, headers = await service.in_cpu_pool(render)
+    else:
+        out, headers = render()
+    return RESPONSE_CLASSES[fmt].prepared(out, headers)
+
+
+def _record(m: Metrics, fmt: str, response: Response, t0: float) -> None:
+    """Metrics: the request by status and format, its latency, and the bytes of an answer."""
+    if response.status_code == 200:
+        m.bytes_out.labels(fmt, response.headers.get("content-encoding", "identity")).inc(len(response.body))
     m.requests.labels("/v1/embeddings", str(response.status_code), fmt).inc()
     m.latency.labels("/v1/embeddings").observe(time.perf_counter() - t0)
-    return response
 
 
 def _model_card(e: Embedder, created: int) -> dict[str, Any]:
@@ -379,10 +414,6 @@ CORS_EXPOSED_HEADERS = ("ETag", "Content-Encoding", "Retry-After", "Densewire-Ve
 
 
 def _cors(origins: tuple[str, ...]) -> Middleware:
-    from starlette.datastructures import Headers, MutableHeaders
-    from starlette.middleware.cors import CORSMiddleware
-    from starlette.types import Message, Send
-
     class CORSWithTiming(CORSMiddleware):
         """Starlette's CORS, plus ``Timing-Allow-Origin`` for the allowed origins: without it a page
         on another origin sees 0 for the sizes and times of Resource Timing (what /demo measures)."""
@@ -400,8 +431,6 @@ def _cors(origins: tuple[str, ...]) -> Middleware:
 
 def app_from_env() -> Starlette:
     """uvicorn factory for ``--workers N``: settings from ``DENSEWIRE_*`` variables."""
-    from .cli import configure_logging
-
     cfg = config_from_env()
     extra = os.environ.get("DENSEWIRE_BACKEND_OPTIONS")
     if extra:

@@ -10,7 +10,6 @@ Model calls run in a thread pool, never on the event loop.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections import deque
 from concurrent.futures import Executor
@@ -21,11 +20,10 @@ import numpy as np
 
 from densewire import UnavailableError
 
+from .logs import log
 from .metrics import Metrics
 
 __all__ = ["MicroBatcher"]
-
-log = logging.getLogger("densewire.server")
 
 
 @dataclass

@@ -15,18 +15,22 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import logging
 import sys
 import time
 from collections import OrderedDict
 from typing import Any, Callable, Iterable
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import ResponseError
+
+from .logs import log
 
 __all__ = ["MemoryCache", "RedisCache", "redis_key"]
 
-log = logging.getLogger("densewire.server")
 
 _ENTRY_OVERHEAD = 200  # dict slot, OrderedDict links, tuple, ndarray header
 
@@ -96,10 +100,6 @@ class RedisCache:
         timeout: float,
         on_state: Callable[[bool], None] | None = None,
     ) -> None:
-        from redis.asyncio import Redis
-        from redis.asyncio.retry import Retry
-        from redis.backoff import NoBackoff
-
         self.url = url
         self.ttl = ttl
         self.timeout = timeout
@@ -122,8 +122,6 @@ class RedisCache:
     @property
     def safe_url(self) -> str:
         """The URL without its password, for logs."""
-        from urllib.parse import urlsplit, urlunsplit
-
         parts = urlsplit(self.url)
         if parts.password:
             netloc = parts.netloc.replace(f":{parts.password}@", ":***@")

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from typing import Any, Callable, Sequence
 
-from .config import SETTINGS, ServerConfig, config_from_env, config_to_env, env_name, validate
+import orjson
 
-__all__ = ["add_serve_command", "add_serve_arguments", "config_from_args", "run_server", "main",
-           "configure_logging"]
+from .._optional import missing, require
+from .config import SETTINGS, ServerConfig, config_from_env, config_to_env, env_name, validate
+from .logs import configure_logging
+
+__all__ = ["add_serve_command", "add_serve_arguments", "config_from_args", "run_server", "main"]
 
 _DESCRIPTION = """\
 Serve embeddings over an OpenAI-compatible HTTP API (POST /v1/embeddings, GET /v1/models),
@@ -58,8 +60,6 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _parse_backend_options(items: Sequence[str]) -> dict[str, Any]:
-    import orjson
-
     out: dict[str, Any] = {}
     for item in items:
         key, eq, value = item.partition("=")
@@ -74,8 +74,6 @@ def _parse_backend_options(items: Sequence[str]) -> dict[str, Any]:
 
 def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> ServerConfig:
     """Defaults, overridden by ``DENSEWIRE_*`` variables, overridden by the flags given."""
-    import orjson
-
     env = dict(os.environ if environ is None else environ)
     cfg = config_from_env(env)
     changes = {s.name: (tuple(getattr(args, s.name)) if s.flag_type == "append" else getattr(args, s.name))
@@ -92,21 +90,9 @@ def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = 
     return cfg.replace(backend_options=options)
 
 
-def configure_logging(level: str) -> None:
-    lvl = logging.DEBUG if level.lower() == "trace" else getattr(logging, level.upper(), logging.INFO)
-    logger = logging.getLogger("densewire")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
-        logger.propagate = False
-    logger.setLevel(lvl)
-
-
 def run_server(cfg: ServerConfig) -> int:
     """Run uvicorn until SIGINT/SIGTERM (which drains requests in flight), then return 0."""
-    import uvicorn
-
+    uvicorn = require("uvicorn", extra="serve", feature="densewire serve")
     validate(cfg)
     configure_logging(cfg.log_level)
     common: dict[str, Any] = dict(
@@ -115,15 +101,11 @@ def run_server(cfg: ServerConfig) -> int:
         lifespan="on", server_header=False, proxy_headers=True, forwarded_allow_ips="127.0.0.1",
     )
     if cfg.workers > 1:
-        import orjson
-
         os.environ.update(config_to_env(cfg))
         os.environ["DENSEWIRE_BACKEND_OPTIONS"] = orjson.dumps(cfg.backend_options).decode()
         uvicorn.run("densewire._server.app:app_from_env", factory=True, workers=cfg.workers, **common)
         return 0
-    from .app import create_app
-
-    app = create_app(cfg)
+    app = require("densewire._server.app", extra="serve", feature="densewire serve").create_app(cfg)
     server = uvicorn.Server(uvicorn.Config(app, **common))
     server.run()
     return 0 if server.started else 1
@@ -134,9 +116,7 @@ SERVER_MODULES = ("starlette", "uvicorn", "orjson", "brotli", "zstandard", "redi
 
 
 def _missing_modules() -> list[str]:
-    import importlib.util
-
-    return [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
+    return missing(*SERVER_MODULES)
 
 
 def _handle(args: argparse.Namespace) -> int:
@@ -165,7 +145,7 @@ def add_serve_command(subparsers: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m densewire._server [flags]``: the same as ``densewire serve [flags]``."""
+    """``python -m densewire.server [flags]``: the same as ``densewire serve [flags]``."""
     parser = argparse.ArgumentParser(prog="densewire serve", description=_DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_serve_arguments(parser)

@@ -14,7 +14,7 @@ from typing import AsyncIterator
 import brotli
 import zstandard
 
-from densewire import DensewireError, PayloadTooLargeError, UnsupportedMediaTypeError
+from densewire import DensewireError, MalformedError, PayloadTooLargeError, UnsupportedMediaTypeError
 
 __all__ = ["compress", "read_body", "REQUEST_ENCODINGS"]
 
@@ -130,8 +130,6 @@ async def read_body(
     ``limit``, ``UnsupportedMediaTypeError`` (415) for an unknown coding, and ``MalformedError``
     (400) for a corrupt compressed stream.
     """
-    from densewire import MalformedError
-
     if content_length is not None:
         try:
             declared = int(content_length)

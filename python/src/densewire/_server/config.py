@@ -12,6 +12,9 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
+
+from .tables.config import parse_compression, table_specs
 
 __all__ = ["ServerConfig", "SETTINGS", "Setting", "config_from_env", "config_to_env", "env_name"]
 
@@ -46,8 +49,6 @@ def _opt_str(text: str) -> str | None:
 
 def _origins(text: str) -> tuple[str, ...]:
     """``*`` or a comma-separated list of origins (``https://maps.example.com,http://localhost:5173``)."""
-    from urllib.parse import urlsplit
-
     out = []
     for raw in text.split(","):
         origin = raw.strip()
@@ -242,8 +243,5 @@ def validate(cfg: ServerConfig) -> None:
             raise ValueError(f"--{name.replace('_', '-')} {why} (got {getattr(cfg, name)!r})")
     if cfg.prewarm_interval and not cfg.prewarm:
         raise ValueError("--prewarm-interval needs --prewarm FILE")
-    from .table_sources import table_specs
-    from .tables_build import parse_compression
-
     parse_compression(cfg.table_compression)
     table_specs(cfg)

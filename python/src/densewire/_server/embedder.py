@@ -10,7 +10,6 @@ a key is (model, dimensions, text).
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,11 +23,11 @@ from densewire import InvalidFieldError, UnavailableError
 from .batcher import MicroBatcher
 from .cache import MemoryCache, RedisCache, redis_key
 from .config import ServerConfig
+from .logs import log
 from .metrics import Metrics
 
 __all__ = ["Embedder", "reduce_dimensions"]
 
-log = logging.getLogger("densewire.server")
 
 #: Token counting of inputs up to this many characters runs on the event loop (a tokenizer does
 #: ~32K characters in well under a millisecond; a hop to a thread costs about as much).

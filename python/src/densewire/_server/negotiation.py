@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from densewire import FORMATS, MEDIA_TYPES, NotAcceptableError, format_for_media_type
+from densewire import (FORMATS, MEDIA_TYPES, TABLE_FORMATS, TABLE_MEDIA_TYPES, NotAcceptableError,
+                       format_for_media_type)
+from densewire._tables import table_format_for_media_type
 
 __all__ = [
     "negotiate_format",
@@ -126,8 +128,6 @@ def negotiate_format(accept: str | None, format_param: str | None = None) -> str
 
 
 def supported_table_media_types() -> list[str]:
-    from densewire import TABLE_FORMATS, TABLE_MEDIA_TYPES
-
     return [TABLE_MEDIA_TYPES[f] for f in TABLE_FORMATS]
 
 
@@ -135,9 +135,6 @@ def negotiate_table_format(accept: str | None, format_param: str | None = None) 
     """The format of a ``GET /v1/tables/{name}`` response (SPEC.md 15.9), by the rules of
     :func:`negotiate_format` over the table formats (``json``, ``json-rows``, ``json-columns``,
     ``csv``, ``msgpack``, ``protobuf``, ``arrow``): no ``Accept`` or ``*/*`` means JSON objects."""
-    from densewire import TABLE_FORMATS, TABLE_MEDIA_TYPES
-    from densewire._tables import table_format_for_media_type
-
     return _negotiate(accept, format_param, TABLE_FORMATS, TABLE_MEDIA_TYPES, table_format_for_media_type,
                       "a table format")
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from densewire import FORMATS, MEDIA_TYPES
+from densewire import FORMATS, MEDIA_TYPES, TABLE_FORMATS, TABLE_MEDIA_TYPES
 from densewire._formats import MEDIA_TYPE_ALIASES
+from densewire._tables import TABLE_MEDIA_TYPE_ALIASES
 
 from .request import SERVED_DTYPES
 
@@ -31,9 +32,6 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _table_paths(tables: list[str], security: list[Any], auth_errors: dict[str, Any]) -> dict[str, Any]:
-    from densewire import TABLE_FORMATS, TABLE_MEDIA_TYPES
-    from densewire._tables import TABLE_MEDIA_TYPE_ALIASES
-
     str_schema = {"schema": {"type": "string"}}
     headers = {
         "Vary": {"description": "always 'Accept, Accept-Encoding'", "schema": {"type": "string"}},

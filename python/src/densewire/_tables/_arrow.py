@@ -14,7 +14,7 @@ import numpy as np
 
 from .._arrow import _pyarrow
 from .._errors import InvalidFieldError, MalformedError, TruncatedError, UnknownDtypeError
-from ._model import TABLE_TYPES, Column, Table, storage_dtype, vector_dims
+from ._model import TABLE_TYPES, Column, Table, register_arrow_bridge, storage_dtype, vector_dims
 
 __all__ = ["encode_arrow_table", "decode_arrow_table", "to_arrow", "from_arrow", "record_batch"]
 
@@ -175,3 +175,6 @@ def decode_arrow_table(body) -> Table:
     if not batches:  # SPEC.md section 15.7: even an empty table has its (empty) record batch
         raise TruncatedError("the Arrow stream ends before its first record batch", offset=size)
     return from_arrow(pa.Table.from_batches(batches, schema=reader.schema))
+
+
+register_arrow_bridge(to_arrow, from_arrow)

@@ -19,33 +19,16 @@ import numpy as np
 import orjson
 
 from .._errors import InvalidFieldError, MalformedError, ShapeMismatchError, TruncatedError
+from ._csv_fields import csv_field
 from ._json import assemble, column_from_values, value_tokens
 from ._model import Column, Table, schema_of, vector_dims
 
 __all__ = ["encode_csv_table", "decode_csv_table", "csv_field", "CSV_MEDIA_TYPE"]
 
 CSV_MEDIA_TYPE = "text/csv; charset=utf-8; header=present"
-_NEEDS_QUOTES = re.compile(r'[,"\r\n]|^[ \ufeff]| $')
 _INT = re.compile(r"-?[0-9]+")
 _FLOAT = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|NaN|-?Infinity")
 _SPECIAL = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
-
-
-def csv_field(s: str) -> str:
-    """A field as RFC 4180 writes it: quoted when it contains ``,`` ``"`` CR or LF, is empty, or starts
-    or ends with a space, or starts with U+FEFF (else read as a byte order mark); every ``"`` inside doubled."""
-    if s == "" or _NEEDS_QUOTES.search(s):
-        return '"' + s.replace('"', '""') + '"'
-    return s
-
-
-def vector_field(row: np.ndarray) -> bytes:
-    """A float32[d] row as a quoted pgvector text, non-finite items spelled as CSV spells them."""
-    items = []
-    for x in row.tolist():
-        items.append(orjson.dumps(np.float32(x), option=orjson.OPT_SERIALIZE_NUMPY) if np.isfinite(x)
-                     else b"NaN" if x != x else b"Infinity" if x > 0 else b"-Infinity")
-    return b'"[' + b",".join(items) + b']"'
 
 
 def encode_csv_table(table: Table) -> bytes:

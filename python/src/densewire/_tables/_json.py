@@ -18,6 +18,7 @@ import numpy as np
 import orjson
 
 from .._errors import InvalidFieldError, MalformedError, NonFiniteError, ShapeMismatchError
+from ._csv_fields import csv_field, vector_field
 from ._model import Column, Table, check_type, parse_uuid_text, schema_of, to_float32, uuid_text, vector_dims
 
 __all__ = ["encode_json_table", "decode_json_table", "value_tokens", "column_from_values", "assemble"]
@@ -83,8 +84,6 @@ def value_tokens(col: Column, csv: bool = False) -> list[bytes]:
         return _fixed_tokens(uuid_text(v), 36) if csv else _fixed_tokens(uuid_text(v), 36, b'"', b'"')
     if t == "string":
         if csv:
-            from ._csv import csv_field
-
             return [csv_field(s).encode("utf-8") for s in v]
         return [orjson.dumps(s) for s in v]
     # float32[d]
@@ -94,8 +93,6 @@ def value_tokens(col: Column, csv: bool = False) -> list[bytes]:
         _check_finite(col)
     a = np.ascontiguousarray(v)
     if csv and not np.isfinite(a).all():
-        from ._csv import vector_field
-
         return [vector_field(row) for row in a]
     inner = orjson.dumps(a, option=_NUMPY)[2:-2].split(b"],[")
     open_, close = (b'"[', b']"') if csv else (b"[", b"]")

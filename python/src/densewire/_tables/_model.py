@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid as uuidlib
-from typing import Any, Final, Iterable, Sequence
+from typing import Any, Callable, Final, Iterable, Sequence
 from urllib.parse import quote, unquote_to_bytes
 
 import numpy as np
@@ -310,17 +310,24 @@ class Table:
 
     def to_arrow(self):
         """A ``pyarrow.Table`` (section 15.7 types and metadata); needs the ``arrow`` extra."""
-        from ._arrow import to_arrow
-
-        return to_arrow(self)
+        return _ARROW_BRIDGE["to_arrow"](self)
 
     @classmethod
     def from_arrow(cls, table, name: str | None = None) -> "Table":
         """From a ``pyarrow.Table`` or ``RecordBatch``: types from ``densewire.type`` field metadata,
         else from the Arrow types; the name from ``densewire.table`` unless given."""
-        from ._arrow import from_arrow
+        return _ARROW_BRIDGE["from_arrow"](table, name)
 
-        return from_arrow(table, name)
+
+#: The pyarrow bridge behind ``Table.to_arrow`` / ``Table.from_arrow``: ``._arrow`` registers its
+#: functions when the package loads, so that the model, at the bottom of the import graph, imports
+#: no format module.
+_ARROW_BRIDGE: dict[str, Callable[..., Any]] = {}
+
+
+def register_arrow_bridge(to_arrow: Callable[[Table], Any], from_arrow: Callable[..., Table]) -> None:
+    """Called once by ``._arrow``: the functions ``Table.to_arrow`` and ``Table.from_arrow`` call."""
+    _ARROW_BRIDGE.update(to_arrow=to_arrow, from_arrow=from_arrow)
 
 
 # ------------------------------------------------------------------------------ Densewire-Columns

@@ -16,46 +16,17 @@ import time
 import traceback
 from typing import Any
 
+import brotli
 import numpy as np
+import zstandard
 
-__all__ = ["COMPRESSION_PRESETS", "CODINGS", "parse_compression", "worker_init", "load_and_encode",
-           "compress_body", "table_version"]
+import densewire
+from densewire import TABLE_FORMATS, DensewireError, encode_table, table_headers
 
-#: Content codings built for every table body, in the order they are built (fastest first).
-CODINGS = ("gzip", "zstd", "br")
-COMPRESSION_PRESETS: dict[str, dict[str, int]] = {
-    "best": {"gzip": 9, "zstd": 19, "br": 11},
-    "fast": {"gzip": 4, "zstd": 3, "br": 4},
-    "off": {},
-}
-_LEVEL_RANGE = {"gzip": (1, 9), "zstd": (1, 22), "br": (0, 11)}
+from .sources import load_table
+from .spec import TableLoadError
 
-
-def parse_compression(text: str) -> dict[str, int]:
-    """``best`` (gzip 9, zstd 19, br 11: the default), ``fast`` (4, 3, 4), ``off``, or levels such as
-    ``br=9,zstd=15,gzip=6`` (codings not named keep the ``best`` level; ``br=off`` leaves one out)."""
-    t = text.strip().lower()
-    if t in COMPRESSION_PRESETS:
-        return dict(COMPRESSION_PRESETS[t])
-    levels = dict(COMPRESSION_PRESETS["best"])
-    for item in filter(None, (s.strip() for s in t.split(","))):
-        coding, eq, value = item.partition("=")
-        coding = coding.strip()
-        if not eq or coding not in _LEVEL_RANGE:
-            raise ValueError(f"--table-compression: {item!r}: use best, fast, off or CODING=LEVEL items "
-                             "(gzip=1..9, zstd=1..22, br=0..11, or CODING=off)")
-        if value.strip() == "off":
-            levels.pop(coding, None)
-            continue
-        lo, hi = _LEVEL_RANGE[coding]
-        try:
-            level = int(value)
-        except ValueError:
-            level = lo - 1
-        if not lo <= level <= hi:
-            raise ValueError(f"--table-compression: {coding} level must be in {lo}..{hi}, not {value.strip()!r}")
-        levels[coding] = level
-    return levels
+__all__ = ["worker_init", "load_and_encode", "compress_body", "table_version"]
 
 
 def worker_init(nice: int) -> None:
@@ -71,8 +42,6 @@ def worker_init(nice: int) -> None:
 def table_version(table: Any) -> str:
     """An opaque version that changes when the data (names, types, values) or densewire's
     serializers (its version) change: 20 hex digits of BLAKE2b."""
-    import densewire
-
     h = hashlib.blake2b(digest_size=10)
     h.update(f"densewire {densewire.__version__}\0{table.name}\0{table.rows}\0".encode())
     for c in table.columns:
@@ -94,10 +63,6 @@ def load_and_encode(spec: Any, known_version: str | None) -> dict[str, Any]:
     format, the seconds each serialization took, and the formats that cannot hold the data (JSON
     with NaN: ``{"format": (category, message, field)}``).
     """
-    from densewire import TABLE_FORMATS, DensewireError, encode_table, table_headers
-
-    from .table_sources import TableLoadError, load_table
-
     t0 = time.perf_counter()
     try:
         table = load_table(spec)
@@ -135,12 +100,8 @@ def compress_body(body: bytes, coding: str, level: int) -> tuple[bytes, float]:
     if coding == "gzip":
         out = gzip.compress(body, compresslevel=level, mtime=0)
     elif coding == "zstd":
-        import zstandard
-
         out = zstandard.ZstdCompressor(level=level).compress(body)
     elif coding == "br":
-        import brotli
-
         out = brotli.compress(body, quality=level)
     else:
         raise ValueError(f"unknown content coding {coding!r}")
