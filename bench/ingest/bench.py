@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -136,6 +137,8 @@ def main() -> int:
     ap.add_argument("--types", nargs="+", default=["vector", "halfvec"])
     ap.add_argument("--json", help="write the measurements here")
     args = ap.parse_args()
+    # stopped from the background (kill PID): unwind, so that the cluster is stopped and its files removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     info = machine() | {"load_average_start": os.getloadavg(), "n": args.n, "d": args.d, "rounds": args.rounds}
     vectors = np.random.default_rng(0).standard_normal((args.n, args.d)).astype(np.float32)

@@ -9,7 +9,6 @@ functions take a connection the caller opened.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import InvalidFieldError
-from ._optional import require
+from ._optional import missing, require
 from ._pgcopy import ID_TYPES, VECTOR_TYPES, CopyColumns, CopyData, iter_copy
 from ._pgcopy_read import read_stream
 from ._tensor import Tensor
@@ -90,7 +89,7 @@ def progress_bar(total: int, enabled: bool | None, unit: str = "row") -> tuple[C
     """(update, close) of a tqdm bar on standard error; ``enabled=None`` means when it is a terminal and
     tqdm is installed (it comes with the serve extra)."""
     if enabled is None:
-        enabled = sys.stderr.isatty() and importlib.util.find_spec("tqdm") is not None
+        enabled = sys.stderr.isatty() and not missing("tqdm")
     if not enabled:
         return (lambda _k: None), (lambda: None)
     tqdm = require("tqdm", extra="serve", feature="a progress bar").tqdm
@@ -155,9 +154,9 @@ def read_vectors(conn: Any, table: str | None = None, columns: str | Sequence[st
         raise InvalidFieldError(f"the query returns {len(types)} columns; it needs the vector column, or an id "
                                 "column and the vector column", field="query")
     layout = _copy_columns(types, None, None)
-    buf = bytearray()
+    pieces = []  # one CopyData message a row: joined once (growing one buffer would copy it again and again)
     with conn.cursor() as cur, cur.copy(f"COPY ({query}) TO STDOUT (FORMAT BINARY)") as copy:
         for data in copy:
-            buf += data
-    return read_stream(memoryview(buf), layout, d)
+            pieces.append(bytes(data))
+    return read_stream(memoryview(b"".join(pieces)), layout, d)
 
