@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 import uuid as uuidlib
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from ._errors import InvalidFieldError, LengthMismatchError, MalformedError, Sha
 from ._pgcopy import ID_TYPES, SIGNATURE, VECTOR_TYPES, CopyColumns, CopyData
 from ._tensor import Tensor
 
-__all__ = ["decode_copy", "read_stream"]
+__all__ = ["decode_copy", "read_stream", "decode_values"]
 
 _ID_WIDTH = {"int8": 8, "int4": 4, "uuid": 16}
 _ID_NUMPY = {"int8": ">i8", "int4": ">i4"}
@@ -31,6 +32,34 @@ def decode_copy(data: bytes | bytearray | memoryview, *, pg_type: str = "vector"
     (``id_type``: int8, int4, text, uuid) and a vector column of ``pg_type`` into one tensor of the type's
     dtype (float32, float16, binary; a sparsevec dense); ``d`` is the dimension an empty stream reports."""
     return read_stream(memoryview(data).cast("B"), CopyColumns(pg_type, column, id_type, id_column), d)
+
+
+def decode_values(values: Sequence[bytes | None], pg_type: str = "vector", column: str = "embedding") -> Tensor:
+    """One ``vector`` or ``halfvec`` column's values in their binary form (a field of a binary COPY read as
+    ``bytea``, or a binary result) as one ``(n, d)`` tensor, checked as section 16.2 says."""
+    if pg_type not in _ITEM:
+        raise InvalidFieldError(f"decode_values reads vector and halfvec values, not {pg_type}", field=column)
+    nulls = [i for i, v in enumerate(values) if v is None]
+    if nulls:
+        raise InvalidFieldError(f"row {nulls[0]} has a NULL {pg_type}", field=column)
+    if not values:
+        return Tensor(np.empty((0, 0), np.dtype(_ITEM[pg_type]).newbyteorder("=")), VECTOR_TYPES[pg_type], 0)
+    first = bytes(values[0][:4])
+    d = struct.unpack(">h", first[:2])[0] if len(first) == 4 else 0
+    item = np.dtype(_ITEM[pg_type])
+    width = 4 + item.itemsize * d
+    bad = next((i for i, v in enumerate(values) if len(v) != width), None)
+    if d < 1 or bad is not None:
+        row = 0 if d < 1 else bad
+        raise ShapeMismatchError(f"row {row} has a {pg_type} of {len(values[row])} bytes where row 0 has {d} "
+                                 "dimensions", field=column)
+    rec = np.frombuffer(b"".join(values), np.dtype([("dim", ">i2"), ("unused", ">i2"), ("data", (item, d))]))
+    wrong = (rec["dim"] != d) | (rec["unused"] != 0)
+    if wrong.any():
+        row = int(np.argmax(wrong))
+        raise MalformedError(f"row {row}: a {pg_type} header (dim {int(rec['dim'][row])}, unused "
+                             f"{int(rec['unused'][row])}) that does not match its length", field=column)
+    return Tensor(rec["data"].astype(item.newbyteorder("=")), VECTOR_TYPES[pg_type], d)
 
 
 def _header(buf: memoryview) -> int:
