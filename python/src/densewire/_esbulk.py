@@ -1,8 +1,9 @@
 """Elasticsearch / OpenSearch ``_bulk`` request bodies (NDJSON) of vectors.
 
-Each row becomes an action line and a source line:
+Each row becomes an action line and a source line, as the elasticsearch client's ``bulk`` helpers write
+them (``expand_action``, compact JSON):
 
-    {"index":{"_index":"docs","_id":"7"}}
+    {"index":{"_id":"7","_index":"docs"}}
     {"embedding":"P4AAAMAgAAA9zMzN"}
 
 with the vector as big-endian float32 Base64 (the packed ``dense_vector`` form Elasticsearch 9.3 and
@@ -12,7 +13,7 @@ whose byte length is a multiple of 3 is Base64-encoded in one call and cut per r
 
 >>> import numpy as np
 >>> print(b"".join(bulk_lines(np.array([[1.0, -2.5, 0.1]], np.float32), index="docs", ids=[7])).decode(), end="")
-{"index":{"_index":"docs","_id":"7"}}
+{"index":{"_id":"7","_index":"docs"}}
 {"embedding":"P4AAAMAgAAA9zMzN"}
 """
 
@@ -85,6 +86,6 @@ def bulk_lines(vectors: Tensor | np.ndarray, *, index: str, field: str = "embedd
             if i is None:
                 out += b'{"%s":{"_index":%s}}\n' % (op_type.encode(), index_json)
             else:
-                out += b'{"%s":{"_index":%s,"_id":%s}}\n' % (op_type.encode(), index_json, orjson.dumps(str(i)))
+                out += b'{"%s":{"_id":%s,"_index":%s}}\n' % (op_type.encode(), orjson.dumps(str(i)), index_json)
             out += b"{%s:%s}\n" % (key, value)
         yield bytes(out)
