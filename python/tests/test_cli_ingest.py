@@ -4,9 +4,14 @@ elasticsearch client's own packing (pack_dense_vector) and bulk serialization (N
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import pty
+import struct
 import subprocess
 import sys
+import termios
 
 import numpy as np
 import psycopg
@@ -172,3 +177,29 @@ def test_texts_embedded_on_the_way(pg, tmp_path) -> None:
                      "--quiet"]) == 0
         assert out.read_bytes().rstrip(b"\n") == _es_body("t", "embedding", expected, [str(i) for i in range(70)],
                                                            True).rstrip(b"\n")
+
+
+def test_progress_bar_on_a_terminal_only(bodies, tmp_path) -> None:
+    """On a terminal (a pty of 100 columns) standard error shows a tqdm bar; into a pipe only the summary."""
+    args = [sys.executable, "-m", "densewire", "ingest", str(bodies["msgpack"]), "--to", f"es-bulk:{tmp_path / 'b'}",
+            "--index", "i", "--block-rows", "10"]
+    env = {"PYTHONPATH": str(SRC)}
+    parent, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 20, 100, 0, 0))
+    proc = subprocess.run(args, stderr=child, stdout=subprocess.DEVNULL, env=env, timeout=60)
+    os.close(child)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(parent, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(parent)
+    assert proc.returncode == 0
+    assert b"120 rows [" in seen and b"densewire ingest: 120 rows" in seen
+    piped = subprocess.run(args, capture_output=True, env=env, timeout=60)
+    assert piped.stderr.decode().startswith("densewire ingest: 120 rows") and b"rows [" not in piped.stderr
+    assert len(piped.stderr.decode().splitlines()) == 1

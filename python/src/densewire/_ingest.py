@@ -148,7 +148,7 @@ def _ingest_postgres(args: argparse.Namespace, summary: Summary) -> None:
             summary.destination = f"postgresql table {args.table} ({', '.join(f'{c} {types[c]}' for c in columns)})"
             present = _present_pg(conn, args, id_type) if args.resume else None
             keep = _with_present(_range_filter(args), present)
-            update, close = progress_bar(None, args.progress, "row")
+            update, close = progress_bar(None, args.progress)
             try:
                 for vectors, ids, seen in source_blocks(args, keep):
                     if vectors is not None:
@@ -215,7 +215,7 @@ def _ingest_bulk(args: argparse.Namespace, summary: Summary, path: str) -> None:
     summary.destination = (f"{'standard output' if path == '-' else path}: bulk body for index {args.index}, field "
                            f"{args.field} ({'packed big-endian Base64' if args.vector_format == 'base64' else 'floats'})")
     out: BinaryIO = sys.stdout.buffer if path == "-" else open(path, "ab" if args.resume else "wb")
-    update, close = progress_bar(None, args.progress, "row")
+    update, close = progress_bar(None, args.progress)
     try:
         for vectors, ids, seen in source_blocks(args, keep):
             if vectors is not None:

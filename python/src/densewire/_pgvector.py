@@ -85,7 +85,7 @@ def _copy_columns(types: list[tuple[str, str]], pg_type: str | None, id_type: st
     return CopyColumns(vtype, vname, itype, iname)
 
 
-def progress_bar(total: int, enabled: bool | None, unit: str = "row") -> tuple[Callable[[int], None], Callable[[], None]]:
+def progress_bar(total: int | None, enabled: bool | None, unit: str = " rows") -> tuple[Callable[[int], None], Callable[[], None]]:
     """(update, close) of a tqdm bar on standard error; ``enabled=None`` means when it is a terminal and
     tqdm is installed (it comes with the serve extra)."""
     if enabled is None:
@@ -93,7 +93,7 @@ def progress_bar(total: int, enabled: bool | None, unit: str = "row") -> tuple[C
     if not enabled:
         return (lambda _k: None), (lambda: None)
     tqdm = require("tqdm", extra="serve", feature="a progress bar").tqdm
-    bar = tqdm(total=total, unit=unit, unit_scale=True, file=sys.stderr, dynamic_ncols=True)
+    bar = tqdm(total=total, unit=unit, file=sys.stderr, dynamic_ncols=True)
     return bar.update, bar.close
 
 
