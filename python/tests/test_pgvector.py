@@ -151,6 +151,11 @@ def test_writer_errors() -> None:
         pgvector.encode_copy(v, id_type="int8")  # an id column and no ids
     with pytest.raises(densewire.InvalidFieldError):
         pgvector.CopyColumns("vectors")
+    dense = np.ones((2, 16001), np.float32)
+    dense[0, 0] = 0.0
+    with pytest.raises(densewire.InvalidFieldError) as err:
+        pgvector.encode_copy(dense, pg_type="sparsevec")
+    assert err.value.field == "embedding[1]"
     big = np.full((1, 2), 1e38, np.float32)  # a finite input whose sum overflows: still written
     assert np.array_equal(pgvector.decode_copy(pgvector.encode_copy(big)).tensor.array, big)
 

@@ -37,6 +37,7 @@ TRAILER: Final = b"\xff\xff"
 VECTOR_TYPES: Final = {"vector": "float32", "halfvec": "float16", "bit": "binary", "sparsevec": "float32"}
 ID_TYPES: Final = ("int8", "int4", "text", "uuid")
 _MAX_DIMS: Final = {"vector": 16000, "halfvec": 16000, "bit": (1 << 31) - 1, "sparsevec": 1_000_000_000}
+_MAX_SPARSE_NNZ: Final = 16000
 _ID_WIDTH: Final = {"int8": 8, "int4": 4, "uuid": 16}
 _ID_NUMPY: Final = {"int8": ">i8", "int4": ">i4", "uuid": "V16"}
 
@@ -200,7 +201,7 @@ def encode_tuples(vectors: Tensor | np.ndarray, cols: CopyColumns = CopyColumns(
     values = _column_values(t, cols, row0)
     id_mat, id_len = (None, None) if cols.id_type is None else _id_values(ids, cols, n, row0)
     if cols.pg_type == "sparsevec":
-        return _sparse_tuples(values, d, cols, id_mat, id_len)
+        return _sparse_tuples(values, d, cols, id_mat, id_len, row0)
     if cols.pg_type == "bit":
         head, data_dt, value_len = [("bits", ">i4")], np.dtype(("u1", values.shape[1])), 4 + values.shape[1]
     else:
@@ -237,10 +238,14 @@ def encode_tuples(vectors: Tensor | np.ndarray, cols: CopyColumns = CopyColumns(
 
 
 def _sparse_tuples(values: np.ndarray, d: int, cols: CopyColumns, id_mat: np.ndarray | None,
-                   id_len: np.ndarray | None) -> memoryview:
+                   id_len: np.ndarray | None, row0: int) -> memoryview:
     n = values.shape[0]
     nonzero = values != 0  # +0.0 and -0.0 are left out: pgvector refuses zero values
     nnz = nonzero.sum(axis=1)
+    if n and nnz.max() > _MAX_SPARSE_NNZ:
+        r = int(np.argmax(nnz > _MAX_SPARSE_NNZ))
+        raise InvalidFieldError(f"a sparsevec holds at most {_MAX_SPARSE_NNZ} non-zero values, row {row0 + r} has "
+                                f"{int(nnz[r])}", field=f"{cols.column}[{row0 + r}]")
     width = int(nnz.max()) if n else 0
     rows, idx = np.nonzero(nonzero)
     rank = np.arange(len(rows)) - np.repeat(np.cumsum(nnz) - nnz, nnz)
