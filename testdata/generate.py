@@ -479,12 +479,24 @@ def generate() -> dict[str, str]:
     tables_spec = load("tables")
     table_valid, table_by_id = table_cases(tables_spec)
     files["tables.json"] = table_valid + invalid_table_cases(tables_spec, table_by_id)
+    files["pgcopy.json"] = pgcopy_golden(load("pgcopy"))
     header = {"spec_version": SPEC_VERSION, "generated_by": "testdata/generate.py from testdata/cases/*.toml; do not edit"}
     out = {name: json.dumps({**header, "cases": cases}, indent=1, ensure_ascii=False) + "\n"
            for name, cases in files.items()}
     caps = capabilities.golden_json(capabilities.load(HERE / "capabilities.toml"), SPEC_VERSION, files)
     out["capabilities.json"] = json.dumps(caps, indent=1, ensure_ascii=False) + "\n"
     return out
+
+
+# ---------------------------------------------------------------------------- PostgreSQL binary COPY (SPEC 16)
+def pgcopy_golden(spec: dict) -> list[dict]:
+    """pgcopy.json: the cases of testdata/cases/pgcopy.toml, by the reference encoder of testdata/pgcopy.py."""
+    from pgcopy import invalid_pgcopy_cases, pgcopy_cases  # noqa: PLC0415 (imports this module's rounding)
+
+    valid = pgcopy_cases(spec)
+    by_id = {c["id"]: c for c in valid}
+    assert len(by_id) == len(valid), "duplicate pgcopy case ids"
+    return valid + invalid_pgcopy_cases(spec, by_id)
 
 
 def readme_text(outputs: dict[str, str]) -> str:

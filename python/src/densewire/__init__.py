@@ -29,6 +29,7 @@ from ._msgpack import decode_msgpack, encode_msgpack
 from ._protobuf import decode_protobuf, encode_protobuf
 from ._raw import decode_raw, encode_raw
 from ._tensor import DTYPES, Embeddings, Tensor, Usage, row_bytes
+from . import pgvector
 from ._tables import (DEMO_SEED, TABLE_FORMATS, TABLE_MEDIA_TYPES, Column, Table, columns_header, decode_table,
                       demo_table, encode_table, parse_columns_header, table_headers)
 
@@ -50,4 +51,5 @@ __all__ = [
     "TablesClient", "AsyncTablesClient", "TableInfo", "FetchedTable", "NotModified",
     "Table", "Column", "TABLE_FORMATS", "TABLE_MEDIA_TYPES", "encode_table", "decode_table", "demo_table", "DEMO_SEED",
     "columns_header", "parse_columns_header", "table_headers",
+    "pgvector",
 ]

@@ -1,4 +1,4 @@
-"""The ``densewire`` command: inspect, convert, bench, serve."""
+"""The ``densewire`` command: inspect, convert, bench, ingest, serve."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ._base64 import decode_base64, encode_base64
 from ._convert import convert
 from ._errors import DensewireError
 from ._http_input import HttpErrorAnswer, answer_body
+from ._ingest import add_ingest_command
 from ._server.cli import add_serve_command
 from ._tensor import DTYPES, Embeddings, row_bytes
 
@@ -183,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress on standard error")
     p.set_defaults(func=cmd_bench)
 
+    add_ingest_command(sub, _add_input_options, load_input)
     add_serve_command(sub)  # its handler checks the server extra before anything starts
     return parser
 

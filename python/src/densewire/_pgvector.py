@@ -1,0 +1,162 @@
+"""Loading and reading pgvector columns over psycopg 3 with binary COPY (SPEC.md section 16).
+
+:func:`copy_vectors` streams ``COPY table (id, embedding) FROM STDIN (FORMAT BINARY)`` from an
+``(n, d)`` array in chunks (memory bounded by the chunk, a progress bar on a TTY); :func:`read_vectors`
+runs ``COPY (SELECT ...) TO STDOUT (FORMAT BINARY)`` and returns one ``(n, d)`` tensor. Column types are
+read from the catalog, so the caller names columns only. psycopg itself is not imported here: the
+functions take a connection the caller opened.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._errors import InvalidFieldError
+from ._optional import missing, require
+from ._pgcopy import ID_TYPES, VECTOR_TYPES, CopyColumns, CopyData, iter_copy
+from ._pgcopy_read import read_stream
+from ._tensor import Tensor
+
+__all__ = ["CopyStats", "copy_vectors", "read_vectors", "column_types", "quote_ident", "quote_table", "progress_bar"]
+
+#: catalog type name -> the name in a COPY's columns (varchar and text share their binary form)
+_TYPE_NAMES = {"vector": "vector", "halfvec": "halfvec", "bit": "bit", "varbit": "bit", "sparsevec": "sparsevec",
+               "int8": "int8", "int4": "int4", "text": "text", "varchar": "text", "bpchar": "text", "uuid": "uuid"}
+
+
+@dataclass(frozen=True, slots=True)
+class CopyStats:
+    """What one :func:`copy_vectors` sent: rows, bytes of the stream, seconds."""
+
+    rows: int
+    bytes: int
+    seconds: float
+
+
+def quote_ident(name: str) -> str:
+    """An SQL identifier, double-quoted: ``embedding`` -> ``"embedding"``."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_table(table: str) -> str:
+    """``schema.table`` or ``table`` with each part quoted (a part already in double quotes is kept)."""
+    if table.startswith('"') or "." not in table:
+        return table if table.startswith('"') else quote_ident(table)
+    return ".".join(quote_ident(part) for part in table.split("."))
+
+
+def _columns(columns: str | Sequence[str]) -> list[str]:
+    cols = [columns] if isinstance(columns, str) else list(columns)
+    if not 1 <= len(cols) <= 2:
+        raise InvalidFieldError(f"columns names the vector column, or an id column and the vector column; got {cols}",
+                                field="columns")
+    return cols
+
+
+def column_types(conn: Any, select: str) -> list[tuple[str, str]]:
+    """(name, type) of each column a SELECT returns, the type as :data:`VECTOR_TYPES` or ids name it
+    (the catalog's ``typname`` otherwise)."""
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT * FROM ({select}) AS densewire_q LIMIT 0")
+        oids = [d.type_code for d in cur.description]
+        names = [d.name for d in cur.description]
+        cur.execute("SELECT oid::int8, typname FROM pg_type WHERE oid = ANY(%s)", (oids,))
+        by_oid = {int(o): t for o, t in cur.fetchall()}
+    return [(name, _TYPE_NAMES.get(by_oid.get(oid, "?"), by_oid.get(oid, "?"))) for name, oid in zip(names, oids)]
+
+
+def _copy_columns(types: list[tuple[str, str]], pg_type: str | None, id_type: str | None) -> CopyColumns:
+    (vname, vtype) = types[-1]
+    vtype = pg_type or vtype
+    if vtype not in VECTOR_TYPES:
+        raise InvalidFieldError(f"column {vname} is of type {vtype}, not one of {', '.join(VECTOR_TYPES)}", field=vname)
+    if len(types) == 1:
+        return CopyColumns(vtype, vname)
+    (iname, itype) = types[0]
+    itype = id_type or itype
+    if itype not in ID_TYPES:
+        raise InvalidFieldError(f"id column {iname} is of type {itype}, not one of {', '.join(ID_TYPES)}", field=iname)
+    return CopyColumns(vtype, vname, itype, iname)
+
+
+def progress_bar(total: int | None, enabled: bool | None, unit: str = " rows") -> tuple[Callable[[int], None], Callable[[], None]]:
+    """(update, close) of a tqdm bar on standard error; ``enabled=None`` means when it is a terminal and
+    tqdm is installed (it comes with the serve extra)."""
+    if enabled is None:
+        enabled = sys.stderr.isatty() and not missing("tqdm")
+    if not enabled:
+        return (lambda _k: None), (lambda: None)
+    tqdm = require("tqdm", extra="serve", feature="a progress bar").tqdm
+    bar = tqdm(total=total, unit=unit, file=sys.stderr, dynamic_ncols=True)
+    return bar.update, bar.close
+
+
+def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: Tensor | np.ndarray,
+                 ids: Any = None, *, pg_type: str | None = None, id_type: str | None = None,
+                 rows_per_chunk: int = 512, progress: bool | None = None) -> CopyStats:
+    """Load ``vectors`` (an ``(n, d)`` array or Tensor) into ``table`` with binary COPY over a psycopg 3
+    connection; ``columns`` is the vector column's name, or ``(id_column, vector_column)`` with ``ids``
+    (n ints, texts, UUIDs; None for NULL). The columns' types (vector, halfvec, bit, sparsevec; int8,
+    int4, text, uuid) come from the catalog unless ``pg_type``/``id_type`` say them, and the vectors are
+    converted to them (SPEC.md section 16.2). The stream goes out ``rows_per_chunk`` rows at a time,
+    each chunk checked before it is written: a bad value aborts the COPY (PostgreSQL keeps none of its
+    rows) and raises the densewire error naming the row. The COPY runs in the connection's transaction:
+    commit it (or use an autocommit connection).
+    """
+    cols = _columns(columns)
+    if len(cols) == 2 and ids is None:
+        raise InvalidFieldError(f"columns names an id column ({cols[0]}) but no ids were given", field=cols[0])
+    target = quote_table(table)
+    col_list = ", ".join(quote_ident(c) for c in cols)
+    types = column_types(conn, f"SELECT {col_list} FROM {target}") if (pg_type is None or
+                                                                         (len(cols) == 2 and id_type is None)) else \
+        [(c, "") for c in cols]
+    layout = _copy_columns(types, pg_type, id_type)
+    t = vectors if isinstance(vectors, Tensor) else Tensor.from_array(np.asarray(vectors))
+    update, close = progress_bar(t.n, progress)
+    sent = done = 0
+    start = time.perf_counter()
+    try:
+        with conn.cursor() as cur, cur.copy(f"COPY {target} ({col_list}) FROM STDIN (FORMAT BINARY)") as copy:
+            for k, piece in enumerate(iter_copy(t, layout, ids, rows_per_chunk=rows_per_chunk, reuse_buffer=True)):
+                copy.write(piece)
+                sent += memoryview(piece).nbytes
+                if k and done < t.n:  # a chunk of tuples (not the header, not the trailer)
+                    step = min(rows_per_chunk, t.n - done)
+                    done += step
+                    update(step)
+    finally:
+        close()
+    return CopyStats(t.n, sent, time.perf_counter() - start)
+
+
+def read_vectors(conn: Any, table: str | None = None, columns: str | Sequence[str] = "embedding", *,
+                 query: str | None = None, order_by: str | None = None, d: int = 0) -> CopyData:
+    """A vector column (and an id column before it) read with ``COPY ... TO STDOUT (FORMAT BINARY)`` into
+    one ``(n, d)`` tensor of the column type's dtype (vector: float32, halfvec: float16, bit: packed
+    binary, sparsevec: dense float32) and the ids. Either ``table`` and ``columns`` (``order_by`` an SQL
+    expression, e.g. the id column), or ``query``, a SELECT of those one or two columns."""
+    if query is None:
+        if table is None:
+            raise InvalidFieldError("read_vectors needs a table or a query", field="table")
+        cols = _columns(columns)
+        query = f"SELECT {', '.join(quote_ident(c) for c in cols)} FROM {quote_table(table)}"
+        if order_by:
+            query += f" ORDER BY {order_by}"
+    types = column_types(conn, query)
+    if not 1 <= len(types) <= 2:
+        raise InvalidFieldError(f"the query returns {len(types)} columns; it needs the vector column, or an id "
+                                "column and the vector column", field="query")
+    layout = _copy_columns(types, None, None)
+    pieces = []  # one CopyData message a row: joined once (growing one buffer would copy it again and again)
+    with conn.cursor() as cur, cur.copy(f"COPY ({query}) TO STDOUT (FORMAT BINARY)") as copy:
+        for data in copy:
+            pieces.append(bytes(data))
+    return read_stream(memoryview(b"".join(pieces)), layout, d)
+
