@@ -38,7 +38,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
  */
 public final class ArrowCodec {
     public static final String MEDIA_TYPE = "application/vnd.apache.arrow.stream";
-    private static final BufferAllocator ROOT = new RootAllocator(Long.MAX_VALUE);
+    static final BufferAllocator ROOT = new RootAllocator(Long.MAX_VALUE);
 
     private ArrowCodec() {
     }
@@ -117,7 +117,7 @@ public final class ArrowCodec {
      * a body that stops inside the marker was cut short (SPEC.md section 10), which Arrow's reader does not
      * report by itself.
      */
-    private static void checkEndOfStream(byte[] body, int start) {
+    static void checkEndOfStream(byte[] body, int start) {
         int tail = body.length - start;
         if (tail <= 0 || tail >= END_OF_STREAM.length) {
             return;
@@ -130,7 +130,7 @@ public final class ArrowCodec {
     }
 
     /** A failure is truncation when the reader ran into the end of the body, else a malformed stream. */
-    private static DensewireException failure(byte[] body, EofTrackingStream in, Exception e, String what) {
+    static DensewireException failure(byte[] body, EofTrackingStream in, Exception e, String what) {
         if (e instanceof DensewireException) {
             return (DensewireException) e;
         }
@@ -140,7 +140,7 @@ public final class ArrowCodec {
     }
 
     /** Remembers whether a read asked for bytes past the end of the body. */
-    private static final class EofTrackingStream extends ByteArrayInputStream {
+    static final class EofTrackingStream extends ByteArrayInputStream {
         boolean hitEnd;
 
         EofTrackingStream(byte[] body) {
@@ -335,7 +335,7 @@ public final class ArrowCodec {
         return out.toByteArray();
     }
 
-    private static void fill(ArrowBuf data, ArrowBuf validity, byte[] bytes, int count) {
+    static void fill(ArrowBuf data, ArrowBuf validity, byte[] bytes, int count) {
         data.setBytes(0, bytes);
         for (int i = 0; i < count; i++) {
             org.apache.arrow.vector.BitVectorHelper.setBit(validity, i);
