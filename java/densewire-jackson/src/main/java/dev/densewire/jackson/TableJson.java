@@ -87,18 +87,18 @@ public final class TableJson {
     private static Table parse(byte[] body, Read read) {
         try {
             try (JsonParser check = FACTORY.createParser(body)) { // every syntax error first, wherever it is
-                while (check.nextToken() != null) {
-                    check.skipChildren();
+                if (check.nextToken() == null) {
+                    throw new DensewireException(Category.MALFORMED, "an empty body is no JSON value", 0, null);
+                }
+                check.skipChildren();
+                if (check.nextToken() != null) {
+                    throw new DensewireException(Category.MALFORMED, "data after the JSON value",
+                            check.currentTokenLocation().getByteOffset(), null);
                 }
             }
             try (JsonParser p = FACTORY.createParser(body)) {
                 p.nextToken();
-                Table t = read.read(p);
-                if (p.nextToken() != null) {
-                    throw new DensewireException(Category.MALFORMED, "data after the JSON value",
-                            p.currentTokenLocation().getByteOffset(), null);
-                }
-                return t;
+                return read.read(p);
             }
         } catch (JsonProcessingException e) {
             throw DensewireJson.translate(e);
