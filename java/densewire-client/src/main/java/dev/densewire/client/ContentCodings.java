@@ -91,12 +91,12 @@ final class ContentCodings {
                 return new GZIPInputStream(raw);
             case "zstd":
                 if (ZSTD) {
-                    return new com.github.luben.zstd.ZstdInputStream(raw);
+                    return Zstd.open(raw);
                 }
                 break;
             case "br":
                 if (BROTLI) {
-                    return new org.brotli.dec.BrotliInputStream(raw);
+                    return Brotli.open(raw);
                 }
                 break;
             default:
@@ -104,5 +104,19 @@ final class ContentCodings {
         }
         throw new DensewireException(Category.UNSUPPORTED_MEDIA_TYPE, "Content-Encoding " + coding
                 + " was not asked for (this client decodes " + acceptEncoding() + ")", -1, "Content-Encoding");
+    }
+
+    /** Loaded only when zstd-jni is present (the verifier of a class naming it would need it). */
+    private static final class Zstd {
+        static InputStream open(InputStream raw) throws IOException {
+            return new com.github.luben.zstd.ZstdInputStream(raw);
+        }
+    }
+
+    /** Loaded only when org.brotli:dec is present. */
+    private static final class Brotli {
+        static InputStream open(InputStream raw) throws IOException {
+            return new org.brotli.dec.BrotliInputStream(raw);
+        }
     }
 }
