@@ -47,6 +47,7 @@ public final class ArrowCodec {
 
     /** Decodes an Arrow IPC stream into the tensor and, when the metadata carries them, model and usage. */
     public static Embeddings decode(byte[] body) {
+        ArrowFraming.check(body);
         EofTrackingStream in = new EofTrackingStream(body);
         try (BufferAllocator alloc = ROOT.newChildAllocator("densewire-decode", 0, Long.MAX_VALUE);
              ArrowStreamReader reader = new ArrowStreamReader(in, alloc)) {

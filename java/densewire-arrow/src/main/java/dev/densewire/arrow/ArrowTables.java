@@ -65,6 +65,7 @@ public final class ArrowTables {
      *                            column name; an unknown {@code densewire.type}: {@code unknown_dtype} on it
      */
     public static Table decode(byte[] body) {
+        ArrowFraming.check(body);
         ArrowCodec.EofTrackingStream in = new ArrowCodec.EofTrackingStream(body);
         try (BufferAllocator alloc = ArrowCodec.ROOT.newChildAllocator("densewire-table-decode", 0, Long.MAX_VALUE);
              ArrowStreamReader reader = new ArrowStreamReader(in, alloc)) {

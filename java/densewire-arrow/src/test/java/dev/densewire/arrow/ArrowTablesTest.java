@@ -102,4 +102,24 @@ class ArrowTablesTest {
         e = assertThrows(DensewireException.class, () -> ArrowTables.decode(Arrays.copyOf(cut, cut.length - 20)));
         assertEquals(Category.TRUNCATED, e.category());
     }
+
+    /**
+     * Found by the Jazzer targets TensorArrowFuzzTest and TableArrowFuzzTest: a message declaring more bytes than
+     * the body holds (0x7fffffff as a legacy length, or after the continuation marker) made Arrow's reader allocate
+     * 2 GiB and run the JVM out of memory. It is truncated at the body's length, before Arrow reads it.
+     */
+    @Test
+    void aMessageLongerThanTheBodyIsTruncatedWithoutAllocatingIt() {
+        for (String hex : new String[] {"ffffff7f0000000000000000", "ffffffffffffff7f00000000"}) {
+            byte[] body = java.util.HexFormat.of().parseHex(hex);
+            DensewireException t = assertThrows(DensewireException.class, () -> ArrowTables.decode(body));
+            assertEquals(Category.TRUNCATED, t.category(), t.getMessage());
+            assertEquals(12, t.offset().orElse(-1));
+            DensewireException e = assertThrows(DensewireException.class, () -> ArrowCodec.decode(body));
+            assertEquals(Category.TRUNCATED, e.category(), e.getMessage());
+            assertEquals(12, e.offset().orElse(-1));
+        }
+        byte[] negative = java.util.HexFormat.of().parseHex("ffffffff00000080");
+        assertEquals(Category.MALFORMED, assertThrows(DensewireException.class, () -> ArrowTables.decode(negative)).category());
+    }
 }

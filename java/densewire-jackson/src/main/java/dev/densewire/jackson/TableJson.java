@@ -13,6 +13,7 @@ import dev.densewire.Table;
 import dev.densewire.TableFormat;
 import dev.densewire.TableSchema;
 import dev.densewire.Tables;
+import java.io.CharConversionException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -85,6 +86,7 @@ public final class TableJson {
     }
 
     private static Table parse(byte[] body, Read read) {
+        DensewireJson.requireUtf8(body);
         try {
             try (JsonParser check = FACTORY.createParser(body)) { // every syntax error first, wherever it is
                 if (check.nextToken() == null) {
@@ -102,6 +104,8 @@ public final class TableJson {
             }
         } catch (JsonProcessingException e) {
             throw DensewireJson.translate(e);
+        } catch (CharConversionException e) {
+            throw new DensewireException(Category.MALFORMED, "the JSON text is not UTF-8: " + e.getMessage(), -1, null, e);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

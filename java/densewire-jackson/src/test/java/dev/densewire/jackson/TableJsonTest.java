@@ -122,4 +122,23 @@ class TableJsonTest {
             assertEquals("v[0]", e.field().orElse(null));
         }
     }
+
+    /**
+     * Found by the Jazzer targets TableJsonFuzzTest and JsonEnvelopeFuzzTest: a body whose first bytes hold a NUL
+     * was taken by Jackson for UTF-32 or UTF-16 and failed with an I/O error (an UncheckedIOException escaped).
+     * JSON is UTF-8: such a body is malformed at the NUL.
+     */
+    @Test
+    void aBodyThatIsNotUtf8IsMalformed() {
+        for (String hex : new String[] {"0000005b5d", "5b005d00", "feff005b005d"}) {
+            byte[] body = java.util.HexFormat.of().parseHex(hex);
+            DensewireException t = assertThrows(DensewireException.class, () -> TableJson.decodeColumns(body), hex);
+            assertEquals(Category.MALFORMED, t.category());
+            DensewireException e = assertThrows(DensewireException.class, () -> DensewireJson.readResponse(body), hex);
+            assertEquals(Category.MALFORMED, e.category());
+            assertEquals(t.offset(), e.offset());
+        }
+        assertEquals(0, assertThrows(DensewireException.class,
+                () -> DensewireJson.readResponse(java.util.HexFormat.of().parseHex("0000005b5d"))).offset().orElse(-1));
+    }
 }
