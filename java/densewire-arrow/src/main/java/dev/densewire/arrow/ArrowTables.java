@@ -67,7 +67,8 @@ public final class ArrowTables {
     public static Table decode(byte[] body) {
         ArrowFraming.check(body);
         ArrowCodec.EofTrackingStream in = new ArrowCodec.EofTrackingStream(body);
-        try (BufferAllocator alloc = ArrowCodec.ROOT.newChildAllocator("densewire-table-decode", 0, Long.MAX_VALUE);
+        try (BufferAllocator alloc = ArrowCodec.ROOT.newChildAllocator("densewire-table-decode", 0,
+                ArrowCodec.decodeLimit(body));
              ArrowStreamReader reader = new ArrowStreamReader(in, alloc)) {
             VectorSchemaRoot root;
             try {

@@ -122,4 +122,19 @@ class ArrowTablesTest {
         byte[] negative = java.util.HexFormat.of().parseHex("ffffffff00000080");
         assertEquals(Category.MALFORMED, assertThrows(DensewireException.class, () -> ArrowTables.decode(negative)).category());
     }
+
+    /**
+     * Found by the Jazzer target TensorArrowFuzzTest: a golden tensor stream whose record batch declares about 2^36
+     * rows made Arrow reallocate its vectors to 500 GB. Decoders allocate at most what the body could hold, so
+     * such a stream is malformed.
+     */
+    @Test
+    void aBatchDeclaringMoreRowsThanItsBuffersHoldIsMalformed() throws Exception {
+        byte[] body;
+        try (var in = ArrowTablesTest.class.getResourceAsStream("/finding-batch-length-beyond-buffers.arrows")) {
+            body = in.readAllBytes();
+        }
+        DensewireException e = assertThrows(DensewireException.class, () -> ArrowCodec.decode(body));
+        assertEquals(Category.MALFORMED, e.category(), e.getMessage());
+    }
 }
