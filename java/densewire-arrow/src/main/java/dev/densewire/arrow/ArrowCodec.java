@@ -58,7 +58,7 @@ public final class ArrowCodec {
                 throw failure(body, in, e, "cannot read the Arrow schema");
             }
             Schema schema = root.getSchema();
-            Field field = schema.getFields().stream().filter(f -> f.getName().equals("embedding")).findFirst()
+            Field field = schema.getFields().stream().filter(f -> "embedding".equals(f.getName())).findFirst()
                     .orElseThrow(() -> new DensewireException(Category.INVALID_FIELD, "no column named embedding", -1, "embedding"));
             Map<String, String> meta = schema.getCustomMetadata() == null ? Map.of() : schema.getCustomMetadata();
             Dtype dtype = dtypeOf(field, meta);
@@ -108,7 +108,15 @@ public final class ArrowCodec {
             return new Embeddings(Tensor.of(dtype, rows, (int) d, data.toByteArray()), model, usage);
         } catch (IOException e) {
             throw failure(body, in, e, "cannot read the Arrow stream");
+        } catch (IndexOutOfBoundsException e) { // found by TensorArrowFuzzTest
+            throw shortBuffer(e);
         }
+    }
+
+    /** A buffer shorter than its batch's row count needs (Arrow's bounds check, reading validity or values). */
+    static DensewireException shortBuffer(IndexOutOfBoundsException e) {
+        return new DensewireException(Category.MALFORMED, "a buffer of a record batch is shorter than its row count needs: "
+                + e.getMessage(), -1, null, e);
     }
 
     private static final byte[] END_OF_STREAM = {-1, -1, -1, -1, 0, 0, 0, 0};

@@ -80,8 +80,8 @@ public final class ArrowTables {
             List<Field> fields = schema.getFields();
             List<ColumnSpec> specs = new ArrayList<>(fields.size());
             Set<String> seen = new HashSet<>();
-            for (Field f : fields) {
-                ColumnSpec spec = spec(f);
+            for (int i = 0; i < fields.size(); i++) {
+                ColumnSpec spec = spec(fields.get(i), i);
                 if (!seen.add(spec.name())) {
                     throw new DensewireException(Category.INVALID_FIELD, "column appears twice", -1, spec.name());
                 }
@@ -127,6 +127,8 @@ public final class ArrowTables {
             return new Table(meta.getOrDefault("densewire.table", ""), (int) rows, out);
         } catch (IOException e) {
             throw ArrowCodec.failure(body, in, e, "cannot read the Arrow stream");
+        } catch (IndexOutOfBoundsException e) {
+            throw ArrowCodec.shortBuffer(e);
         }
     }
 
@@ -135,9 +137,9 @@ public final class ArrowTables {
     }
 
     /** The column's spec from {@code densewire.type} (else from its Arrow type), checked against its Arrow type. */
-    private static ColumnSpec spec(Field f) {
-        if (f.getName().isEmpty()) {
-            throw new DensewireException(Category.INVALID_FIELD, "a column needs a non-empty name", -1, "");
+    private static ColumnSpec spec(Field f, int i) {
+        if (f.getName() == null || f.getName().isEmpty()) { // a field without a name (found by TableArrowFuzzTest)
+            throw new DensewireException(Category.INVALID_FIELD, "a column needs a non-empty name", -1, "columns[" + i + "]");
         }
         String typeName = f.getMetadata() == null ? null : f.getMetadata().get("densewire.type");
         ColumnSpec spec;

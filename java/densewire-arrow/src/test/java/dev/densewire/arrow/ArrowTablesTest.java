@@ -2,6 +2,7 @@ package dev.densewire.arrow;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.densewire.Column;
 import dev.densewire.DensewireException;
@@ -132,6 +133,36 @@ class ArrowTablesTest {
     void aBatchDeclaringMoreRowsThanItsBuffersHoldIsMalformed() throws Exception {
         byte[] body;
         try (var in = ArrowTablesTest.class.getResourceAsStream("/finding-batch-length-beyond-buffers.arrows")) {
+            body = in.readAllBytes();
+        }
+        DensewireException e = assertThrows(DensewireException.class, () -> ArrowCodec.decode(body));
+        assertEquals(Category.MALFORMED, e.category(), e.getMessage());
+    }
+
+    /**
+     * Found by the Jazzer target TableArrowFuzzTest: the golden table.arrow.all_types with five bytes mutated so
+     * that a field has no name: Arrow reads a null name, which was dereferenced. A column without a name is an
+     * invalid field.
+     */
+    @Test
+    void aFieldWithoutANameIsInvalid() throws Exception {
+        byte[] body;
+        try (var in = ArrowTablesTest.class.getResourceAsStream("/finding-field-without-name.arrows")) {
+            body = in.readAllBytes();
+        }
+        DensewireException e = assertThrows(DensewireException.class, () -> ArrowTables.decode(body));
+        assertEquals(Category.INVALID_FIELD, e.category(), e.getMessage());
+        assertTrue(e.field().orElse("").startsWith("columns["), e.getMessage());
+    }
+
+    /**
+     * Found by the Jazzer target TensorArrowFuzzTest: a record batch whose validity buffer is shorter than its row
+     * count needs made Arrow's bounds check throw IndexOutOfBoundsException out of the decoder. Malformed.
+     */
+    @Test
+    void aBufferShorterThanTheBatchIsMalformed() throws Exception {
+        byte[] body;
+        try (var in = ArrowTablesTest.class.getResourceAsStream("/finding-validity-buffer-too-short.arrows")) {
             body = in.readAllBytes();
         }
         DensewireException e = assertThrows(DensewireException.class, () -> ArrowCodec.decode(body));
