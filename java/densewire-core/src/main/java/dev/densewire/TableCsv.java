@@ -3,7 +3,6 @@ package dev.densewire;
 import dev.densewire.DensewireException.Category;
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
