@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # densewire Java: build and test every library module (core, jackson, arrow, client, conformance: golden vectors
-# and README examples). Installs a JDK 17 and Maven from Debian if missing; Maven downloads from Maven Central.
-# JMH benchmarks (bench/java) are not run here.
+# and README examples; fuzz: a short Jazzer run of every decoder, -Dfuzz.executions=N per target, 3000 by default).
+# Installs a JDK 17 and Maven from Debian if missing; Maven downloads from Maven Central.
+# JMH benchmarks (bench/java) and the long fuzz runs (bench/fuzz/RESULTS-java.md) are not run here.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -16,6 +17,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 java -version 2>&1 | sed -n 1p
 mvn -v 2>/dev/null | sed -n 1p
+
+# The fuzz targets' seed corpus is the golden vectors: it must match them.
+if command -v python3 >/dev/null 2>&1; then
+  python3 densewire-fuzz/seeds.py --check
+fi
 
 # Sequential build (the machine has 2 cores shared with other builds); surefire forks one JVM per module.
 status=0

@@ -28,6 +28,8 @@ public class DensewireException extends RuntimeException {
         UNSUPPORTED_MEDIA_TYPE("unsupported_media_type", 415),
         NOT_ACCEPTABLE("not_acceptable", 406),
         METHOD_NOT_ALLOWED("method_not_allowed", 405),
+        /** The server's admission is full ({@code densewire serve --max-concurrent-requests}): retry later. */
+        RATE_LIMITED("rate_limited", 429),
         UNAVAILABLE("unavailable", 503),
         /** A bug in the server: never the answer to bad input. */
         INTERNAL_ERROR("internal_error", 500);

@@ -103,7 +103,7 @@ public final class ProtobufCodec {
     }
 
     public static Tensor decodeTensor(byte[] body, int offset, int length) {
-        return new Reader(body, offset, offset, offset + length, false).tensor();
+        return tensor(new ProtoReader(body, offset, offset, offset + length, false));
     }
 
     /** Decodes an {@code EmbeddingsResponse}; the tensor is a view of {@code body}. */
@@ -112,7 +112,7 @@ public final class ProtobufCodec {
     }
 
     public static Embeddings decodeResponse(byte[] body, int offset, int length) {
-        Reader r = new Reader(body, offset, offset, offset + length, false);
+        ProtoReader r = new ProtoReader(body, offset, offset, offset + length, false);
         String model = null;
         Tensor tensor = null;
         Embeddings.Usage usage = null;
@@ -129,9 +129,9 @@ public final class ProtobufCodec {
                 if (number == 1) {
                     model = utf8(body, from, len, tagAt - offset);
                 } else if (number == 2) {
-                    tensor = new Reader(body, offset, from, from + len, true).tensor();
+                    tensor = tensor(new ProtoReader(body, offset, from, from + len, true));
                 } else {
-                    usage = new Reader(body, offset, from, from + len, true).usage();
+                    usage = usage(new ProtoReader(body, offset, from, from + len, true));
                 }
             } else {
                 r.skip(tag, tagAt);
@@ -152,231 +152,86 @@ public final class ProtobufCodec {
         }
     }
 
-    /**
-     * A cursor over {@code [pos, end)} of a body starting at {@code base}; offsets are relative to base. In an
-     * embedded message ({@code nested}), a field running past the message's end while staying inside the body
-     * is {@code malformed} at the field's tag; at the top level it is {@code truncated} at the body's length.
-     */
-    private static final class Reader {
-        /** Unknown groups nested deeper than this are malformed ("groups nested too deeply"). */
-        static final int MAX_GROUP_DEPTH = 64;
-
-        final byte[] b;
-        final int base;
-        final int end;
-        final boolean nested;
-        int pos;
-
-        Reader(byte[] b, int base, int pos, int end, boolean nested) {
-            this.b = b;
-            this.base = base;
-            this.pos = pos;
-            this.end = end;
-            this.nested = nested;
-        }
-
-        /** In an embedded message, running past its end is a malformed field, not a short body. */
-        private DensewireException pastEnd(DensewireException e, int tagAt) {
-            if (nested && e.category() == Category.TRUNCATED) {
-                return DensewireException.at(Category.MALFORMED, tagAt - base,
-                        "a field runs past the end of its embedded message: " + e.detail());
-            }
-            return e;
-        }
-
-        boolean more() {
-            return pos < end;
-        }
-
-        long varint() {
-            int start = pos;
-            long result = 0;
-            for (int shift = 0; ; shift += 7) {
-                if (pos >= end) {
-                    throw DensewireException.at(Category.TRUNCATED, truncatedAt(), "body ends inside a varint");
-                }
-                if (pos - start == 10) {
-                    throw DensewireException.at(Category.MALFORMED, start - base, "varint longer than 10 bytes");
-                }
-                int x = b[pos++];
-                if (shift < 64) {
-                    result |= (long) (x & 0x7F) << shift;
-                }
-                if (x >= 0) {
-                    return result;
-                }
-            }
-        }
-
-        /** Inside a nested message, ending early means its length was wrong: still reported as the body's end. */
-        private int truncatedAt() {
-            return end - base;
-        }
-
-        long tag() {
-            int at = pos;
-            long tag = varint();
-            if ((tag >>> 3) == 0) {
-                throw DensewireException.at(Category.MALFORMED, at - base, "field number 0");
-            }
-            return tag;
-        }
-
-        int lengthDelimited() {
-            long n = varint();
-            if (n > end - pos || n < 0) {
-                throw DensewireException.at(Category.TRUNCATED, truncatedAt(),
-                        "a " + n + "-byte field runs past the end of the body");
-            }
-            return (int) n;
-        }
-
-        void expect(int wire, int want, int tagAt, String name) {
-            if (wire != want) {
-                throw DensewireException.at(Category.MALFORMED, tagAt - base,
-                        "field " + name + " has wire type " + wire + ", expected " + want);
-            }
-        }
-
-        /** Skips the value of an unknown field whose tag ({@code tag}, at {@code tagAt}) was just read. */
-        void skip(long tag, int tagAt) {
-            skip(tag, tagAt, 0);
-        }
-
-        /**
-         * A group (deprecated wire type 3) is skipped up to the end-group tag (wire type 4) of the same field number,
-         * its inner fields (nested groups included, at most 64 deep) skipped alike; an end-group tag anywhere else
-         * is malformed at that tag.
-         */
-        private void skip(long tag, int tagAt, int depth) {
-            int wire = (int) (tag & 7);
-            switch (wire) {
-                case 0:
-                    varint();
-                    break;
-                case 1:
-                case 5: {
-                    int size = wire == 1 ? 8 : 4;
-                    if (size > end - pos) {
-                        throw DensewireException.at(Category.TRUNCATED, truncatedAt(), "body ends inside a fixed-size field");
-                    }
-                    pos += size;
-                    break;
-                }
-                case 2: {
-                    int n = lengthDelimited(); // read before adding: pos moves past the length varint
-                    pos += n;
-                    break;
-                }
-                case 3: {
-                    if (depth >= MAX_GROUP_DEPTH) {
-                        throw DensewireException.at(Category.MALFORMED, tagAt - base, "groups nested too deeply");
-                    }
-                    while (true) {
-                        if (pos >= end) {
-                            throw DensewireException.at(Category.TRUNCATED, truncatedAt(), "body ends inside a group");
+    private static Tensor tensor(ProtoReader r) {
+        long dtypeValue = 0;
+        long[] shape = new long[3];
+        int shapeCount = 0;
+        int dataFrom = r.pos;
+        int dataLen = 0;
+        while (r.more()) {
+            int tagAt = r.pos;
+            try {
+                long tag = r.tag();
+                int number = (int) Math.min(tag >>> 3, Integer.MAX_VALUE);
+                int wire = (int) (tag & 7);
+                if (number == 1) {
+                    r.expect(wire, 0, tagAt, "dtype");
+                    dtypeValue = r.varint();
+                } else if (number == 2) {
+                    if (wire == 0) {
+                        long v = r.varint();
+                        if (shapeCount < 3) {
+                            shape[shapeCount] = v;
                         }
-                        int innerAt = pos;
-                        long inner = tag();
-                        if ((inner & 7) == 4) {
-                            if ((inner >>> 3) != (tag >>> 3)) {
-                                throw DensewireException.at(Category.MALFORMED, innerAt - base,
-                                        "end-group tag does not match its start");
+                        shapeCount++;
+                    } else {
+                        r.expect(wire, 2, tagAt, "shape");
+                        int len = r.lengthDelimited();
+                        int stop = r.pos + len;
+                        ProtoReader packed = new ProtoReader(r.b, r.base, r.pos, stop, true);
+                        while (packed.more()) {
+                            long v;
+                            try {
+                                v = packed.varint();
+                            } catch (DensewireException e) {
+                                throw DensewireException.at(Category.MALFORMED, tagAt - r.base,
+                                        "packed shape ends inside a varint");
                             }
-                            break;
-                        }
-                        skip(inner, innerAt, depth + 1);
-                    }
-                    break;
-                }
-                case 4:
-                    throw DensewireException.at(Category.MALFORMED, tagAt - base, "end-group tag without a start");
-                default:
-                    throw DensewireException.at(Category.MALFORMED, tagAt - base, "unsupported wire type " + wire);
-            }
-        }
-
-        Tensor tensor() {
-            long dtypeValue = 0;
-            long[] shape = new long[3];
-            int shapeCount = 0;
-            int dataFrom = pos;
-            int dataLen = 0;
-            while (more()) {
-                int tagAt = pos;
-                try {
-                    long tag = tag();
-                    int number = (int) Math.min(tag >>> 3, Integer.MAX_VALUE);
-                    int wire = (int) (tag & 7);
-                    if (number == 1) {
-                        expect(wire, 0, tagAt, "dtype");
-                        dtypeValue = varint();
-                    } else if (number == 2) {
-                        if (wire == 0) {
-                            long v = varint();
                             if (shapeCount < 3) {
                                 shape[shapeCount] = v;
                             }
                             shapeCount++;
-                        } else {
-                            expect(wire, 2, tagAt, "shape");
-                            int len = lengthDelimited();
-                            int stop = pos + len;
-                            Reader packed = new Reader(b, base, pos, stop, true);
-                            while (packed.more()) {
-                                long v;
-                                try {
-                                    v = packed.varint();
-                                } catch (DensewireException e) {
-                                    throw DensewireException.at(Category.MALFORMED, tagAt - base,
-                                            "packed shape ends inside a varint");
-                                }
-                                if (shapeCount < 3) {
-                                    shape[shapeCount] = v;
-                                }
-                                shapeCount++;
-                            }
-                            pos = stop;
                         }
-                    } else if (number == 3) {
-                        expect(wire, 2, tagAt, "data");
-                        dataLen = lengthDelimited();
-                        dataFrom = pos;
-                        pos += dataLen;
-                    } else {
-                        skip(tag, tagAt);
+                        r.pos = stop;
                     }
-                } catch (DensewireException e) {
-                    throw pastEnd(e, tagAt);
+                } else if (number == 3) {
+                    r.expect(wire, 2, tagAt, "data");
+                    dataLen = r.lengthDelimited();
+                    dataFrom = r.pos;
+                    r.pos += dataLen;
+                } else {
+                    r.skip(tag, tagAt);
                 }
+            } catch (DensewireException e) {
+                throw r.pastEnd(e, tagAt);
             }
-            Dtype dtype = Dtype.fromProtoValue(dtypeValue);
-            if (shapeCount != 2 || shape[0] < 0 || shape[1] < 0) {
-                throw DensewireException.on(Category.INVALID_FIELD, "shape",
-                        "must hold two entries [n, d], got " + shapeCount + " entries");
-            }
-            return Shapes.tensor(dtype, shape[0], shape[1], ByteBuffer.wrap(b, dataFrom, dataLen), "data", "shape");
         }
+        Dtype dtype = Dtype.fromProtoValue(dtypeValue);
+        if (shapeCount != 2 || shape[0] < 0 || shape[1] < 0) {
+            throw DensewireException.on(Category.INVALID_FIELD, "shape",
+                    "must hold two entries [n, d], got " + shapeCount + " entries");
+        }
+        return Shapes.tensor(dtype, shape[0], shape[1], ByteBuffer.wrap(r.b, dataFrom, dataLen), "data", "shape");
+    }
 
-        Embeddings.Usage usage() {
-            long[] counts = new long[2];
-            while (more()) {
-                int tagAt = pos;
-                try {
-                    long tag = tag();
-                    long number = tag >>> 3;
-                    int wire = (int) (tag & 7);
-                    if (number == 1 || number == 2) {
-                        expect(wire, 0, tagAt, number == 1 ? "usage.prompt_tokens" : "usage.total_tokens");
-                        counts[(int) number - 1] = varint();
-                    } else {
-                        skip(tag, tagAt);
-                    }
-                } catch (DensewireException e) {
-                    throw pastEnd(e, tagAt);
+    private static Embeddings.Usage usage(ProtoReader r) {
+        long[] counts = new long[2];
+        while (r.more()) {
+            int tagAt = r.pos;
+            try {
+                long tag = r.tag();
+                long number = tag >>> 3;
+                int wire = (int) (tag & 7);
+                if (number == 1 || number == 2) {
+                    r.expect(wire, 0, tagAt, number == 1 ? "usage.prompt_tokens" : "usage.total_tokens");
+                    counts[(int) number - 1] = r.varint();
+                } else {
+                    r.skip(tag, tagAt);
                 }
+            } catch (DensewireException e) {
+                throw r.pastEnd(e, tagAt);
             }
-            return new Embeddings.Usage(counts[0], counts[1]);
         }
+        return new Embeddings.Usage(counts[0], counts[1]);
     }
 }

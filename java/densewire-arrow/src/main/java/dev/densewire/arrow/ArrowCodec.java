@@ -38,7 +38,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
  */
 public final class ArrowCodec {
     public static final String MEDIA_TYPE = "application/vnd.apache.arrow.stream";
-    private static final BufferAllocator ROOT = new RootAllocator(Long.MAX_VALUE);
+    static final BufferAllocator ROOT = new RootAllocator(Long.MAX_VALUE);
 
     private ArrowCodec() {
     }
@@ -47,8 +47,9 @@ public final class ArrowCodec {
 
     /** Decodes an Arrow IPC stream into the tensor and, when the metadata carries them, model and usage. */
     public static Embeddings decode(byte[] body) {
+        ArrowFraming.check(body);
         EofTrackingStream in = new EofTrackingStream(body);
-        try (BufferAllocator alloc = ROOT.newChildAllocator("densewire-decode", 0, Long.MAX_VALUE);
+        try (BufferAllocator alloc = ROOT.newChildAllocator("densewire-decode", 0, decodeLimit(body));
              ArrowStreamReader reader = new ArrowStreamReader(in, alloc)) {
             VectorSchemaRoot root;
             try {
@@ -57,7 +58,7 @@ public final class ArrowCodec {
                 throw failure(body, in, e, "cannot read the Arrow schema");
             }
             Schema schema = root.getSchema();
-            Field field = schema.getFields().stream().filter(f -> f.getName().equals("embedding")).findFirst()
+            Field field = schema.getFields().stream().filter(f -> "embedding".equals(f.getName())).findFirst()
                     .orElseThrow(() -> new DensewireException(Category.INVALID_FIELD, "no column named embedding", -1, "embedding"));
             Map<String, String> meta = schema.getCustomMetadata() == null ? Map.of() : schema.getCustomMetadata();
             Dtype dtype = dtypeOf(field, meta);
@@ -107,7 +108,15 @@ public final class ArrowCodec {
             return new Embeddings(Tensor.of(dtype, rows, (int) d, data.toByteArray()), model, usage);
         } catch (IOException e) {
             throw failure(body, in, e, "cannot read the Arrow stream");
+        } catch (IndexOutOfBoundsException e) { // found by TensorArrowFuzzTest
+            throw shortBuffer(e);
         }
+    }
+
+    /** A buffer shorter than its batch's row count needs (Arrow's bounds check, reading validity or values). */
+    static DensewireException shortBuffer(IndexOutOfBoundsException e) {
+        return new DensewireException(Category.MALFORMED, "a buffer of a record batch is shorter than its row count needs: "
+                + e.getMessage(), -1, null, e);
     }
 
     private static final byte[] END_OF_STREAM = {-1, -1, -1, -1, 0, 0, 0, 0};
@@ -117,7 +126,7 @@ public final class ArrowCodec {
      * a body that stops inside the marker was cut short (SPEC.md section 10), which Arrow's reader does not
      * report by itself.
      */
-    private static void checkEndOfStream(byte[] body, int start) {
+    static void checkEndOfStream(byte[] body, int start) {
         int tail = body.length - start;
         if (tail <= 0 || tail >= END_OF_STREAM.length) {
             return;
@@ -129,10 +138,23 @@ public final class ArrowCodec {
         }
     }
 
+    /**
+     * What a decoder may allocate: the vectors of a valid stream are slices of its body, so a stream whose record
+     * batch declares far more rows than its buffers hold (Arrow then reallocates them to that size) is refused
+     * here instead of running the JVM out of memory (found by the Jazzer target TensorArrowFuzzTest).
+     */
+    static long decodeLimit(byte[] body) {
+        return (1L << 20) + 8L * body.length;
+    }
+
     /** A failure is truncation when the reader ran into the end of the body, else a malformed stream. */
-    private static DensewireException failure(byte[] body, EofTrackingStream in, Exception e, String what) {
+    static DensewireException failure(byte[] body, EofTrackingStream in, Exception e, String what) {
         if (e instanceof DensewireException) {
             return (DensewireException) e;
+        }
+        if (e instanceof org.apache.arrow.memory.OutOfMemoryException) {
+            return new DensewireException(Category.MALFORMED, what + ": the stream declares more values than its body holds",
+                    -1, null, e);
         }
         boolean eof = in.hitEnd || e instanceof EOFException;
         return new DensewireException(eof ? Category.TRUNCATED : Category.MALFORMED, what + ": " + e.getMessage(),
@@ -140,7 +162,7 @@ public final class ArrowCodec {
     }
 
     /** Remembers whether a read asked for bytes past the end of the body. */
-    private static final class EofTrackingStream extends ByteArrayInputStream {
+    static final class EofTrackingStream extends ByteArrayInputStream {
         boolean hitEnd;
 
         EofTrackingStream(byte[] body) {
@@ -335,7 +357,7 @@ public final class ArrowCodec {
         return out.toByteArray();
     }
 
-    private static void fill(ArrowBuf data, ArrowBuf validity, byte[] bytes, int count) {
+    static void fill(ArrowBuf data, ArrowBuf validity, byte[] bytes, int count) {
         data.setBytes(0, bytes);
         for (int i = 0; i < count; i++) {
             org.apache.arrow.vector.BitVectorHelper.setBit(validity, i);

@@ -3,6 +3,7 @@ package dev.densewire.client;
 import dev.densewire.DensewireException;
 import dev.densewire.DensewireException.Category;
 import dev.densewire.Embeddings;
+import dev.densewire.Table;
 
 /** Arrow bodies through densewire-arrow, an optional dependency: only touched when it is on the class path. */
 final class ArrowSupport {
@@ -24,11 +25,25 @@ final class ArrowSupport {
         return AVAILABLE;
     }
 
-    static Embeddings decode(byte[] body) {
+    private static void require() {
         if (!AVAILABLE) {
             throw new DensewireException(Category.UNSUPPORTED_MEDIA_TYPE,
                     "an Arrow body needs dev.densewire:densewire-arrow on the class path", -1, "Content-Type");
         }
+    }
+
+    static Embeddings decode(byte[] body) {
+        require();
         return dev.densewire.arrow.ArrowCodec.decode(body);
+    }
+
+    static Table decodeTable(byte[] body) {
+        require();
+        return dev.densewire.arrow.ArrowTables.decode(body);
+    }
+
+    static byte[] encodeTable(Table t) {
+        require();
+        return dev.densewire.arrow.ArrowTables.encode(t);
     }
 }

@@ -13,14 +13,23 @@ public class DensewireApiException extends DensewireException {
     private final String code;
     private final String type;
     private final String serverMessage;
+    private final int attempts;
 
     public DensewireApiException(int status, String code, String type, String param, String serverMessage, long offset) {
+        this(status, code, type, param, serverMessage, offset, 1);
+    }
+
+    /** An error answer to the last of {@code attempts} tries of a request (the message says how many). */
+    public DensewireApiException(int status, String code, String type, String param, String serverMessage, long offset,
+            int attempts) {
         super(categoryOf(code, status), "HTTP " + status + (code == null ? "" : " " + code) + ": "
-                + (serverMessage == null ? "(no message)" : serverMessage), offset, param);
+                + (serverMessage == null ? "(no message)" : serverMessage)
+                + (attempts > 1 ? " (after " + attempts + " attempts)" : ""), offset, param);
         this.status = status;
         this.code = code;
         this.type = type;
         this.serverMessage = serverMessage;
+        this.attempts = attempts;
     }
 
     /** The category of the envelope's {@code code}, or else of the HTTP status. */
@@ -49,6 +58,8 @@ public class DensewireApiException extends DensewireException {
                 return Category.INTERNAL_ERROR;
             case 422:
                 return Category.INVALID_FIELD;
+            case 429:
+                return Category.RATE_LIMITED;
             default:
                 return status >= 500 ? Category.UNAVAILABLE : Category.MALFORMED;
         }
@@ -72,6 +83,11 @@ public class DensewireApiException extends DensewireException {
     /** The envelope's {@code param}: the field the error is about (also {@link #field()}). */
     public String param() {
         return field().orElse(null);
+    }
+
+    /** How many times the request was sent (1 when it was not retried). */
+    public int attempts() {
+        return attempts;
     }
 
     /** The server's message, as sent. */

@@ -13,7 +13,6 @@ import dev.densewire.Tensor;
 import dev.densewire.jackson.ApiError;
 import dev.densewire.jackson.DensewireJson;
 import dev.densewire.jackson.EmbeddingsRequest;
-import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
@@ -34,7 +33,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
-import java.util.zip.GZIPInputStream;
 
 /**
  * A client of densewire's {@code POST /v1/embeddings} (SPEC.md sections 6 and 12) on {@link HttpClient}. It asks
@@ -50,8 +48,13 @@ import java.util.zip.GZIPInputStream;
  * float[] first = e.tensor().row(0);
  * }</pre>
  *
- * Errors: {@link DensewireApiException} for an error answer (status, code, param, message, offset), a
- * {@link DensewireException} for a body that does not decode, {@link UncheckedIOException} for I/O failures.
+ * <p>A {@code 429} or {@code 503} answer and a connection that could not be made are retried (2 times by default,
+ * {@link Builder#maxRetries}) after an exponential backoff with full jitter, honouring {@code Retry-After}; an
+ * answer that is the caller's fault is never retried.
+ *
+ * <p>Errors: {@link DensewireApiException} for an error answer (status, code, param, message, offset, attempts), a
+ * {@link DensewireException} for a body that does not decode, {@link UncheckedIOException} for I/O failures (its
+ * message says how many attempts were made).
  */
 public final class DensewireClient {
     private static final List<Format> DEFAULT_FORMATS = List.of(Format.RAW, Format.MSGPACK, Format.PROTOBUF, Format.JSON);
@@ -68,10 +71,12 @@ public final class DensewireClient {
     private final int maxConcurrency;
     private final int batchSize;
     private final boolean gzip;
+    private final Retrier retrier;
 
     private DensewireClient(Builder b) {
         this.http = b.http != null ? b.http
                 : HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(b.timeout).build();
+        this.retrier = new Retrier(http, b.maxRetries, b.backoffBase, b.backoffCap);
         String base = b.baseUri.toString();
         this.endpoint = URI.create(base.endsWith("/") ? base + "v1/embeddings" : base + "/v1/embeddings");
         this.apiKey = b.apiKey;
@@ -135,7 +140,8 @@ public final class DensewireClient {
         if (apiKey != null) {
             hb.header("Authorization", "Bearer " + apiKey);
         }
-        return http.sendAsync(hb.build(), HttpResponse.BodyHandlers.ofByteArray()).thenApply(DensewireClient::decode);
+        return retrier.send(hb.build(), HttpResponse.BodyHandlers.ofByteArray())
+                .thenApply(a -> decode(a.response(), a.attempts()));
     }
 
     private EmbeddingsRequest request(List<String> texts) {
@@ -242,19 +248,14 @@ public final class DensewireClient {
 
     // ------------------------------------------------------------------ responses
 
-    static Embeddings decode(HttpResponse<byte[]> response) {
+    static Embeddings decode(HttpResponse<byte[]> response, int attempts) {
         HttpHeaders h = response.headers();
-        byte[] body = inflate(h, response.body());
         int status = response.statusCode();
         if (status >= 300) {
-            ApiError e = DensewireJson.readError(body);
-            if (e == null) {
-                String text = new String(body, 0, Math.min(body.length, 200), java.nio.charset.StandardCharsets.UTF_8);
-                throw new DensewireApiException(status, null, null, null, text.isEmpty() ? null : text, -1);
-            }
-            throw new DensewireApiException(status, e.error.code, e.error.type, e.error.param, e.error.message,
-                    e.error.offset == null ? -1 : e.error.offset);
+            throw apiError(status, h, response.body(), attempts);
         }
+        byte[] body = ContentCodings.decode(ContentCodings.coding(h.firstValue("Content-Encoding").orElse(null)),
+                response.body(), MAX_RESPONSE_BYTES);
         String contentType = h.firstValue("Content-Type").orElse("application/json");
         Format format = Format.fromContentType(contentType).orElseThrow(() -> new DensewireException(
                 Category.UNSUPPORTED_MEDIA_TYPE, "the server answered " + contentType + ", which densewire does not decode",
@@ -273,20 +274,24 @@ public final class DensewireClient {
         }
     }
 
-    private static byte[] inflate(HttpHeaders h, byte[] body) {
-        String enc = h.firstValue("Content-Encoding").orElse("identity").trim().toLowerCase(Locale.ROOT);
-        if (enc.equals("identity") || enc.isEmpty()) {
-            return body;
+    /** Decompressed bodies are bounded: a larger one is {@code payload_too_large}. */
+    static final long MAX_RESPONSE_BYTES = 1L << 31;
+
+    /** An error answer as an exception: the envelope's code, param, message and offset, and the attempts made. */
+    static DensewireApiException apiError(int status, HttpHeaders h, byte[] raw, int attempts) {
+        byte[] body;
+        try {
+            body = ContentCodings.decode(ContentCodings.coding(h.firstValue("Content-Encoding").orElse(null)), raw, 1 << 20);
+        } catch (DensewireException e) {
+            body = new byte[0];
         }
-        if (!enc.equals("gzip")) {
-            throw new DensewireException(Category.UNSUPPORTED_MEDIA_TYPE, "Content-Encoding " + enc + " was not asked for",
-                    -1, "Content-Encoding");
+        ApiError e = DensewireJson.readError(body);
+        if (e == null) {
+            String text = new String(body, 0, Math.min(body.length, 200), java.nio.charset.StandardCharsets.UTF_8);
+            return new DensewireApiException(status, null, null, null, text.isEmpty() ? null : text, -1, attempts);
         }
-        try (GZIPInputStream in = new GZIPInputStream(new ByteArrayInputStream(body))) {
-            return in.readAllBytes();
-        } catch (IOException e) {
-            throw new DensewireException(Category.MALFORMED, "bad gzip body: " + e.getMessage(), -1, "Content-Encoding", e);
-        }
+        return new DensewireApiException(status, e.error.code, e.error.type, e.error.param, e.error.message,
+                e.error.offset == null ? -1 : e.error.offset, attempts);
     }
 
     private static <T> T join(CompletableFuture<T> f) {
@@ -329,6 +334,9 @@ public final class DensewireClient {
         private int maxConcurrency = 4;
         private int batchSize = 256;
         private boolean gzip = true;
+        private int maxRetries = 2;
+        private Duration backoffBase = Duration.ofMillis(500);
+        private Duration backoffCap = Duration.ofSeconds(8);
 
         private Builder(URI baseUri) {
             this.baseUri = Objects.requireNonNull(baseUri, "baseUri");
@@ -399,9 +407,34 @@ public final class DensewireClient {
             return this;
         }
 
-        /** Ask for gzip-compressed responses (default true; the JDK decodes gzip, not zstd or br). */
+        /** Ask for gzip-compressed responses (default true). */
         public Builder gzip(boolean gzip) {
             this.gzip = gzip;
+            return this;
+        }
+
+        /**
+         * How many times a request is sent again after a {@code 429} or {@code 503} answer or a connection that
+         * could not be made (default 2, as the OpenAI SDKs; 0 never retries). Other answers are never retried.
+         */
+        public Builder maxRetries(int maxRetries) {
+            if (maxRetries < 0) {
+                throw new IllegalArgumentException("maxRetries must be at least 0, got " + maxRetries);
+            }
+            this.maxRetries = maxRetries;
+            return this;
+        }
+
+        /**
+         * The backoff before retry n: a uniform wait in {@code [0, min(cap, base * 2^(n-1))]} (full jitter), added to
+         * the server's {@code Retry-After} when it sends one of at most a minute (defaults 500 ms and 8 s).
+         */
+        public Builder retryBackoff(Duration base, Duration cap) {
+            if (base.isNegative() || cap.isNegative()) {
+                throw new IllegalArgumentException("backoff durations must not be negative");
+            }
+            this.backoffBase = base;
+            this.backoffCap = cap;
             return this;
         }
 

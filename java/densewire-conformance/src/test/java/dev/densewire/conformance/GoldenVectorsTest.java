@@ -47,7 +47,7 @@ class GoldenVectorsTest {
         runners.put("conversions.json", GoldenVectorsTest::conversionCase);
         runners.put("invalid.json", GoldenVectorsTest::invalidCase);
         runners.put("interop.json", GoldenVectorsTest::interopCase);
-        runners.put("tables.json", GoldenVectorsTest::tableCase);
+        runners.put("tables.json", GoldenTablesTest::tableCase);
         Map<String, JsonNode> cases = new LinkedHashMap<>();
         for (String name : runners.keySet()) {
             JsonNode doc = Golden.load(name);
@@ -82,14 +82,6 @@ class GoldenVectorsTest {
             tests.add(DynamicTest.dynamicTest(id, body));
         }
         return DynamicContainer.dynamicContainer(name, tests);
-    }
-
-    // ------------------------------------------------------------------ tables.json
-
-    /** Java claims no table feature yet: a claim without a table runner here fails instead of passing unchecked. */
-    static void tableCase(JsonNode c) {
-        fail("densewire-java has no tables golden runner: claim table features in testdata/capabilities.toml together "
-                + "with one");
     }
 
     // ------------------------------------------------------------------ tensors.json

@@ -15,6 +15,7 @@ import dev.densewire.Embeddings;
 import dev.densewire.EncodingFormat;
 import dev.densewire.Endianness;
 import dev.densewire.JsonEnvelope;
+import java.io.CharConversionException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -59,6 +60,9 @@ public final class DensewireJson {
     }
 
     private static EmbeddingsResponse read(byte[] bytes, String text, InputStream in) {
+        if (bytes != null) {
+            requireUtf8(bytes);
+        }
         try {
             EmbeddingsResponse r = bytes != null ? MAPPER.readValue(bytes, EmbeddingsResponse.class)
                     : text != null ? MAPPER.readValue(text, EmbeddingsResponse.class)
@@ -69,6 +73,8 @@ public final class DensewireJson {
             return r;
         } catch (JsonProcessingException e) {
             throw translate(e);
+        } catch (CharConversionException e) {
+            throw new DensewireException(Category.MALFORMED, "the JSON text is not UTF-8: " + e.getMessage(), -1, null, e);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -95,11 +101,14 @@ public final class DensewireJson {
 
     /** Reads a request strictly: unknown fields are {@code invalid_field} naming the field (SPEC.md 6.1). */
     public static EmbeddingsRequest readRequest(byte[] json) {
+        requireUtf8(json);
         try {
             return MAPPER.readerFor(EmbeddingsRequest.class)
                     .with(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES).readValue(json);
         } catch (JsonProcessingException e) {
             throw translate(e);
+        } catch (CharConversionException e) {
+            throw new DensewireException(Category.MALFORMED, "the JSON text is not UTF-8: " + e.getMessage(), -1, null, e);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -164,6 +173,23 @@ public final class DensewireJson {
         JsonLocation loc = e.getLocation();
         long offset = loc == null ? -1 : loc.getCharOffset() >= 0 ? loc.getCharOffset() : loc.getByteOffset();
         return new DensewireException(Category.MALFORMED, "invalid JSON: " + e.getOriginalMessage(), offset, null, e);
+    }
+
+    /**
+     * JSON bodies are UTF-8 (RFC 8259): a NUL among the first four bytes or a UTF-16 byte order mark, which
+     * Jackson would take for UTF-16 or UTF-32 and then fail on with an I/O error, is {@code malformed} at once
+     * (found by the Jazzer target TableJsonFuzzTest).
+     */
+    static void requireUtf8(byte[] json) {
+        if (json.length >= 2 && ((json[0] & 0xFF) == 0xFE && (json[1] & 0xFF) == 0xFF
+                || (json[0] & 0xFF) == 0xFF && (json[1] & 0xFF) == 0xFE)) {
+            throw new DensewireException(Category.MALFORMED, "the JSON text is UTF-16 (a byte order mark), not UTF-8", 0, null);
+        }
+        for (int i = 0; i < Math.min(4, json.length); i++) {
+            if (json[i] == 0) {
+                throw new DensewireException(Category.MALFORMED, "a NUL byte: the JSON text is not UTF-8", i, null);
+            }
+        }
     }
 
     static String utf8(byte[] b) {

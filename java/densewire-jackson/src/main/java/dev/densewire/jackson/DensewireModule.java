@@ -3,6 +3,7 @@ package dev.densewire.jackson;
 import com.fasterxml.jackson.core.Version;
 import com.fasterxml.jackson.databind.module.SimpleModule;
 import dev.densewire.Endianness;
+import dev.densewire.Table;
 
 /**
  * A Jackson module that writes {@code float[]}, {@code double[]} and {@link FloatVector} as Base64 of their
@@ -13,6 +14,8 @@ import dev.densewire.Endianness;
  * ObjectMapper es = new ObjectMapper().registerModule(DensewireModule.builder()
  *         .byteOrder(Endianness.BIG).build());                                           // Elasticsearch, Jackson BINARY
  * }</pre>
+ *
+ * <p>It also reads {@link Table}s from the JSON layouts of SPEC.md section 15.3 ({@link TableDeserializer}).
  *
  * <p>The byte order is chosen globally here and per property with {@link DensewireBase64}. With
  * {@link Builder#annotatedOnly(boolean) annotatedOnly(true)} only annotated properties are written as Base64.
@@ -40,6 +43,7 @@ public final class DensewireModule extends SimpleModule {
         for (VectorKind kind : VectorKind.values()) {
             register(kind);
         }
+        addDeserializer(Table.class, new TableDeserializer());
     }
 
     private <T> void register(VectorKind kind) {
