@@ -100,7 +100,7 @@ class ServerConfig:
     max_batch_wait_ms: float = 2.0
     max_client_batch_size: int = 2048
     max_body_bytes: int = 16 * MiB
-    max_concurrent_requests: int = 32
+    max_concurrent_requests: int = 128
     request_timeout: float = 30.0
     model_threads: int = 1
     blas_threads: int = 0
@@ -151,9 +151,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_body_bytes", _size, "largest request body, compressed and decompressed "
             "(default 16M)", "BYTES"),
     Setting("max_concurrent_requests", int, "most embeddings requests being processed or waiting for the "
-            "model at once; one more is answered at once with 429 and Retry-After (default 32: the built-in "
-            "model answered 9.6 requests/s of one short text on a shared 2-core machine (bench/load), so a "
-            "full queue drains in about 3 s; set it to throughput x seconds of queue you accept)", "N"),
+            "model at once; one more is answered at once with 429 and Retry-After (default 128: a burst of "
+            "one-text requests drains in about a second at the built-in model's throughput on 2 cores, see "
+            "bench/model/RESULTS.md; lower it when requests carry many texts: throughput x the seconds of "
+            "queue you accept, bench/load/RESULTS.md)", "N"),
     Setting("request_timeout", float, "seconds an admitted embeddings request may take until the model "
             "answered it; past it, or when its client has gone, it leaves the queue without using the "
             "model, with 503 and Retry-After (default 30; 0 = no deadline)", "SECONDS"),
