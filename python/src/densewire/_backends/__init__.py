@@ -1,10 +1,13 @@
 """Embedding backends: the models behind ``densewire serve``.
 
-``load_backend(spec, **options)`` builds one from a short spec string:
-``"minilm"`` (built-in numpy all-MiniLM-L6-v2), ``"hash:DIM"``, a model
-folder path, ``"st:NAME_OR_PATH"`` or ``"upstream:URL"`` (with ``model=``).
-Optional dependencies (httpx, sentence-transformers, tokenizers,
-safetensors) are imported only when the backend needing them is built.
+``load_backend(spec, engine=..., quantize=..., threads=..., **options)``
+builds one from a short spec string: ``"minilm"`` (the built-in
+all-MiniLM-L6-v2), ``"hash:DIM"``, a model folder path, a Hugging Face id
+``"org/name"``, ``"st:NAME_OR_PATH"`` or ``"upstream:URL"`` (with
+``model=``). BERT-family models run on ONNX Runtime (:class:`OnnxBertBackend`,
+the default engine) or numpy (:class:`BertBackend`, the reference). Optional
+dependencies (onnxruntime, httpx, sentence-transformers, tokenizers,
+safetensors, huggingface_hub) are imported only when the backend needing them is built.
 """
 
 from .base import BUILTIN_MODEL_NAME, DEFAULT_SPEC, Backend, load_backend
@@ -17,7 +20,11 @@ from .bert import (
     gelu,
     limit_blas_threads,
 )
+from .bert_model import BertModel
+from .engines import ENGINES
 from .hash import HashBackend
+from .hub import resolve_hub_model
+from .onnx_bert import OnnxBertBackend
 from .sentence_transformers import SentenceTransformerBackend
 from .upstream import UpstreamBackend, UpstreamError, embeddings_url
 
@@ -26,10 +33,13 @@ __all__ = [
     "DEFAULT_SPEC",
     "Backend",
     "BertBackend",
+    "BertModel",
+    "ENGINES",
     "GeluScratch",
     "HashBackend",
     "ModelIntegrityError",
     "ModelNotFoundError",
+    "OnnxBertBackend",
     "SentenceTransformerBackend",
     "UpstreamBackend",
     "UpstreamError",
@@ -38,4 +48,5 @@ __all__ = [
     "gelu",
     "limit_blas_threads",
     "load_backend",
+    "resolve_hub_model",
 ]
