@@ -57,14 +57,18 @@ def load(engine: str, folder: str, threads: int) -> Callable[[list[str]], np.nda
         import torch
         from infinity_emb import AsyncEmbeddingEngine, EngineArgs
 
+        import threading
+
         torch.set_num_threads(threads)
+        # infinity's batch handler expects its event loop to run all the time (as in its server)
         loop = asyncio.new_event_loop()
+        threading.Thread(target=loop.run_forever, daemon=True).start()
         eng = AsyncEmbeddingEngine.from_args(EngineArgs(model_name_or_path=folder, engine="torch", device="cpu",
                                                         batch_size=32, bettertransformer=False))
-        loop.run_until_complete(eng.astart())
+        asyncio.run_coroutine_threadsafe(eng.astart(), loop).result()
 
         def inf_embed(texts: list[str]) -> np.ndarray:
-            vecs, _ = loop.run_until_complete(eng.embed(sentences=texts))
+            vecs, _ = asyncio.run_coroutine_threadsafe(eng.embed(sentences=texts), loop).result()
             return np.asarray(vecs, dtype=np.float32)
 
         return inf_embed
