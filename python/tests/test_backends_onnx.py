@@ -98,7 +98,6 @@ def test_second_start_loads_the_cached_graph(cache: Path, model: OnnxBertBackend
         raise AssertionError("the graph was built again instead of loaded from the cache")
 
     monkeypatch.setattr(onnx_bert, "build_graph", no_build)
-    monkeypatch.setattr(onnx_bert, "_sha256_file_uncached", no_build, raising=False)
     again = OnnxBertBackend(default_model_path(), cache=cache, threads=1)
     assert again.graph_path == model.graph_path and model.graph_path.stat().st_mtime_ns == mtime
     np.testing.assert_array_equal(again.embed(TEXTS[:3]), model.embed(TEXTS[:3]))
@@ -123,6 +122,19 @@ def test_cache_key_has_the_weights_hash_and_the_builder_version(tmp_path: Path, 
     (folder / "model.safetensors").write_bytes(bytes(data))
     other = OnnxBertBackend(folder, cache=cache, threads=1)
     assert other.graph_path != model.graph_path
+
+
+def test_graphs_past_the_protobuf_limit_keep_their_weights_apart(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from tiny_bert import write_tiny_model
+
+    folder = write_tiny_model(tmp_path / "m", "bert-cls-raw")
+    small = OnnxBertBackend(folder, cache=tmp_path / "a")
+    monkeypatch.setattr(onnx_bert, "_PROTOBUF_LIMIT", 1 << 20)  # the tiny model counts as huge
+    big = OnnxBertBackend(folder, cache=tmp_path / "b")
+    data = big.graph_path.with_name(big.graph_path.name + ".data")
+    assert data.is_file() and data.stat().st_size > big.graph_path.stat().st_size
+    np.testing.assert_array_equal(big.embed(["the cat", "a dog"]), small.embed(["the cat", "a dog"]))
 
 
 def test_cache_dir_follows_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

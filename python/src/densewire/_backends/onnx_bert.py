@@ -96,6 +96,24 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+_PROTOBUF_LIMIT = 1 << 31  # one protobuf message: larger models keep their weights beside the graph
+
+
+def _save_graph(proto: "onnx.ModelProto", path: Path) -> None:  # noqa: F821
+    """Write the graph atomically (weights in ``<name>.data`` beside it past protobuf's 2 GiB)."""
+    import onnx
+
+    size = sum(len(t.raw_data) for t in proto.graph.initializer)
+    if size < _PROTOBUF_LIMIT - (64 << 20):
+        _atomic_write(path, proto.SerializeToString())
+    else:
+        data = path.name + ".data"
+        tmp = path.with_name(path.name + ".tmp")
+        onnx.save_model(proto, str(tmp), save_as_external_data=True, all_tensors_to_one_file=True, location=data)
+        os.replace(tmp, path)  # the graph last: its presence means the data file is complete
+    onnx.checker.check_model(str(path))
+
+
 def _quantize_int8(src: Path, dst: Path) -> None:
     """Dynamic int8 quantization of the linear layers (MatMul and Attention weights)."""
     from onnx import TensorProto
@@ -107,6 +125,7 @@ def _quantize_int8(src: Path, dst: Path) -> None:
         quantize_dynamic(str(src), tmp, weight_type=QuantType.QInt8,
                          op_types_to_quantize=["MatMul", "Attention"], per_channel=True,
                          reduce_range=True,  # 7-bit weights: no int16 saturation on AVX2 without VNNI
+                         use_external_data_format=src.with_name(src.name + ".data").is_file(),
                          extra_options={"DefaultTensorType": TensorProto.FLOAT})
         os.replace(tmp, dst)
     except BaseException:
@@ -215,12 +234,7 @@ class OnnxBertBackend(SentenceEncoder):
         key = hashlib.sha256(f"{BUILDER_VERSION}\0{digest}\0{config}".encode()).hexdigest()[:24]
         fp32 = folder / f"{key}.onnx"
         if not fp32.is_file():
-            import onnx
-
-            proto = build_graph(m)
-            _atomic_write(fp32, proto.SerializeToString())
-            del proto
-            onnx.checker.check_model(str(fp32))
+            _save_graph(build_graph(m), fp32)
         if self.quantize == "none":
             return fp32
         import onnxruntime
