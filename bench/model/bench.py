@@ -197,6 +197,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--engines", default="onnx,onnx-nospin,onnx-int8,numpy,plain-opt,st,infinity")
     ap.add_argument("--no-http", action="store_true")
+    ap.add_argument("--http-only", action="store_true", help="only the HTTP part (--engines picks the servers)")
+    ap.add_argument("--http-sentences", type=int, default=96,
+                    help="sentences per HTTP measurement (1-sentence requests; 32-sentence ones take 4/3 of it)")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--out", default=str(HERE / "results.json"))
     args = ap.parse_args()
@@ -223,6 +226,13 @@ def main() -> None:
     print(json.dumps(result["machine"], indent=1), file=sys.stderr)
 
     wanted = args.engines.split(",")
+    if args.http_only:
+        result["http"] = run_http(args, folder, texts, wanted)
+        result["loadavg_end"] = os.getloadavg()
+        result["wall_seconds"] = time.time() - t_start
+        Path(args.out).write_text(json.dumps(result, indent=1))
+        print(json.dumps(result, indent=1))
+        return
     spec = {"onnx": (MAIN_PY, "onnx"), "onnx-int8": (MAIN_PY, "onnx-int8"), "numpy": (MAIN_PY, "numpy"),
             "onnx-nospin": (MAIN_PY, "onnx-nospin"),
             "plain-opt": (BENCH_PY, "plain-optimized"), "st": (BENCH_PY, "st"), "infinity": (BENCH_PY, "infinity")}
@@ -335,7 +345,8 @@ def run_http(args: argparse.Namespace, folder: Path, texts: list[str], wanted: l
 
             servers["infinity"].model = httpx.get(
                 f"http://127.0.0.1:{servers['infinity'].port}/models").json()["data"][0]["id"]
-        modes = {"1x8": (1, 8, texts[:96]), "32x2": (32, 2, texts[:128])}
+        n = args.http_sentences
+        modes = {"1x8": (1, 8, texts[:n]), "32x2": (32, 2, texts[:n * 4 // 3 // 32 * 32 or 32])}
         rates: dict[str, dict[str, list[float]]] = {n: {m: [] for m in modes} for n in servers}
         names = list(servers)
         for r in range(args.http_rounds):
