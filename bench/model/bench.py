@@ -4,7 +4,7 @@
 
 Engines (each in its own process, loaded once, all on --threads intra-op threads):
   onnx         densewire's ONNX engine (the default), float32       project .venv
-  onnx-nospin  the same with spinning=False (idle threads sleep)    project .venv
+  onnx-nospin  the same with spinning=False (idle threads sleep: the default since this run)
   onnx-int8    the same with --quantize int8                        project .venv
   numpy        densewire's numpy engine (the reference)              project .venv
   numpy-noenv  numpy again without OPENBLAS_CORETYPE/L2_SIZE (only when they are set)

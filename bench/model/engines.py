@@ -29,7 +29,7 @@ def load(engine: str, folder: str, threads: int) -> Callable[[list[str]], np.nda
         from densewire._backends import OnnxBertBackend
 
         b = OnnxBertBackend(folder, threads=threads, quantize="int8" if engine == "onnx-int8" else None,
-                            spinning=engine != "onnx-nospin")
+                            spinning=engine != "onnx-nospin")  # as measured in RESULTS.md
         return b.embed
     if engine in ("numpy", "numpy-noenv"):
         from densewire._backends import BertBackend

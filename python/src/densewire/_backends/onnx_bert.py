@@ -177,10 +177,11 @@ class OnnxBertBackend(SentenceEncoder):
             decides how far a batch is cut into length buckets.
         providers: ONNX Runtime execution providers (default: CPU).
         cache: folder for built graphs (default: :func:`cache_dir` / "onnx").
-        spinning: whether idle intra-op threads spin (ONNX Runtime's default,
-            lowest latency on a dedicated machine). On a machine whose cores
-            are shared with other busy processes, ``False`` is much faster
-            (threads sleep instead of competing for the cores).
+        spinning: whether idle intra-op threads spin-wait (ONNX Runtime's own
+            default) instead of sleeping. Off by default: on cores shared with
+            other busy processes spinning threads fight them for the cores
+            (bench/model/RESULTS.md: 4-5x slower at batch 1 on this project's
+            shared machine); ``True`` may win a little on an idle, dedicated machine.
     """
 
     engine = "onnx"
@@ -198,7 +199,7 @@ class OnnxBertBackend(SentenceEncoder):
         bucket_overhead: int = 24,
         providers: list[str] | None = None,
         cache: str | Path | None = None,
-        spinning: bool = True,
+        spinning: bool = False,
     ) -> None:
         ort = import_onnxruntime()
         quantize = (quantize or "none").lower()
