@@ -14,6 +14,7 @@ from densewire._backends import (
     Backend,
     BertBackend,
     HashBackend,
+    OnnxBertBackend,
     SentenceTransformerBackend,
     UpstreamBackend,
     default_model_path,
@@ -35,27 +36,31 @@ def one_blas_thread() -> Iterator[None]:
 @pytest.mark.parametrize("spec", ["minilm", "MiniLM", "default", "", " minilm ", BUILTIN_MODEL_NAME])
 def test_builtin_model_specs(spec: str) -> None:
     b = load_backend(spec)
-    assert isinstance(b, BertBackend) and isinstance(b, Backend)
+    assert isinstance(b, OnnxBertBackend) and isinstance(b, Backend)  # ONNX Runtime: the default engine
     assert b.name == BUILTIN_MODEL_NAME and b.dimensions == 384 and b.max_tokens == 256
 
 
 def test_default_spec_and_options() -> None:
     b = load_backend(max_tokens=128, name="mini", batch_size=8)
+    assert isinstance(b, OnnxBertBackend)
+    assert (b.name, b.max_tokens) == ("mini", 128)
+    b = load_backend(max_tokens=128, name="mini", batch_size=8, engine="numpy")
     assert isinstance(b, BertBackend)
     assert (b.name, b.max_tokens) == ("mini", 128)
 
 
-def test_blas_threads_option() -> None:
-    b = load_backend("minilm", blas_threads=1)
+@pytest.mark.parametrize("engine", ["onnx", "numpy"])
+def test_blas_threads_option(engine: str) -> None:
+    b = load_backend("minilm", blas_threads=1, engine=engine)
     assert b.embed(["x"]).shape == (1, 384)
     with pytest.raises(ValueError, match="blas_threads"):
-        load_backend("minilm", blas_threads=0)
+        load_backend("minilm", blas_threads=0, engine=engine)
 
 
 def test_path_spec_loads_the_folder() -> None:
     path = default_model_path()
     b = load_backend(str(path))
-    assert isinstance(b, BertBackend) and b.dimensions == 384
+    assert isinstance(b, OnnxBertBackend) and b.dimensions == 384
     ref = load_backend("minilm").embed(["same model"])
     np.testing.assert_allclose(b.embed(["same model"]), ref, atol=1e-6)
 

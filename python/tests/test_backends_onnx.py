@@ -1,0 +1,187 @@
+"""The ONNX engine on the default model: sentence-transformers' vectors, the graph cache, int8, buckets."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from densewire._backends import BUILTIN_MODEL_NAME, BertBackend, OnnxBertBackend, default_model_path, load_backend
+from densewire._backends import onnx_bert, onnx_graph
+
+REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm-reference.json").read_text("utf-8"))
+TEXTS = [item["text"] for item in REFERENCE["items"]]
+EXPECTED = np.stack([np.frombuffer(bytes.fromhex(i["embedding_f32le_hex"]), dtype="<f4")
+                     for i in REFERENCE["items"]])
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("onnx-cache")
+
+
+@pytest.fixture(scope="module")
+def model(cache: Path) -> OnnxBertBackend:
+    return OnnxBertBackend(default_model_path(), name=BUILTIN_MODEL_NAME, cache=cache, threads=1)
+
+
+@pytest.fixture(scope="module")
+def vectors(model: OnnxBertBackend) -> np.ndarray:
+    return model.embed(TEXTS)
+
+
+def test_matches_sentence_transformers(vectors: np.ndarray) -> None:
+    assert cosines(vectors, EXPECTED).min() >= 0.99999
+    assert np.abs(vectors - EXPECTED).max() <= 1e-5
+    assert vectors.dtype == np.float32 and vectors.flags.c_contiguous and vectors.shape == (len(TEXTS), 384)
+
+
+def test_matches_the_numpy_engine(vectors: np.ndarray) -> None:
+    np.testing.assert_allclose(vectors, BertBackend(default_model_path()).embed(TEXTS), atol=1e-5, rtol=0)
+
+
+def test_batch_equals_single_and_order_is_kept(model: OnnxBertBackend, vectors: np.ndarray) -> None:
+    singles = np.concatenate([model.embed([t]) for t in TEXTS])
+    np.testing.assert_allclose(singles, vectors, atol=1e-5, rtol=0)
+    picks = [3, 0, 3, 7, 1]
+    np.testing.assert_allclose(model.embed([TEXTS[i] for i in picks]), vectors[picks], atol=1e-5, rtol=0)
+    assert model.embed([]).shape == (0, 384)
+
+
+def test_identity(model: OnnxBertBackend) -> None:
+    assert (model.engine, model.execution_provider) == ("onnx", "CPUExecutionProvider")
+    assert (model.name, model.dimensions, model.max_tokens) == (BUILTIN_MODEL_NAME, 384, 256)
+    assert model.count_tokens(["Hello, world!", "", "a"]) == [6, 2, 3]
+
+
+def test_threads_share_one_session(model: OnnxBertBackend, vectors: np.ndarray) -> None:
+    results: dict[int, np.ndarray] = {}
+    threads = [threading.Thread(target=lambda k=k: results.__setitem__(k, model.embed(TEXTS))) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for out in results.values():
+        np.testing.assert_allclose(out, vectors, atol=1e-5, rtol=0)
+
+
+# -- the graph and its cache ------------------------------------------------
+
+def test_graph_uses_the_fused_operators(model: OnnxBertBackend) -> None:
+    graph = onnx.load(str(model.graph_path), load_external_data=False).graph
+    ops = [(n.domain, n.op_type) for n in graph.node]
+    assert ops.count(("com.microsoft", "Attention")) == 6
+    assert ops.count(("com.microsoft", "SkipLayerNormalization")) == 12
+    assert ops.count(("com.microsoft", "BiasGelu")) == 6
+    assert ops[0] == ("com.microsoft", "EmbedLayerNormalization")
+    assert {o for _, o in ops} == {"EmbedLayerNormalization", "Attention", "SkipLayerNormalization",
+                                   "BiasGelu", "MatMul"}
+
+
+def test_second_start_loads_the_cached_graph(cache: Path, model: OnnxBertBackend,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    assert model.graph_path.parent == cache and model.graph_path.is_file()
+    mtime = model.graph_path.stat().st_mtime_ns
+
+    def no_build(*args: object) -> None:
+        raise AssertionError("the graph was built again instead of loaded from the cache")
+
+    monkeypatch.setattr(onnx_bert, "build_graph", no_build)
+    again = OnnxBertBackend(default_model_path(), cache=cache, threads=1)
+    assert again.graph_path == model.graph_path and model.graph_path.stat().st_mtime_ns == mtime
+    np.testing.assert_array_equal(again.embed(TEXTS[:3]), model.embed(TEXTS[:3]))
+
+
+def test_cache_key_has_the_weights_hash_and_the_builder_version(tmp_path: Path, cache: Path,
+                                                                model: OnnxBertBackend,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(onnx_bert, "BUILDER_VERSION", onnx_graph.BUILDER_VERSION + "-next")
+    newer = OnnxBertBackend(default_model_path(), cache=cache, threads=1)
+    assert newer.graph_path != model.graph_path  # a new builder never reuses an old graph
+    monkeypatch.undo()
+    # other weights (the same bytes but one) get another key
+    folder = tmp_path / "model"
+    folder.mkdir()
+    src = default_model_path()
+    for name in ("config.json", "tokenizer.json", "sentence_bert_config.json", "modules.json"):
+        (folder / name).symlink_to(src / name)
+    (folder / "1_Pooling").symlink_to(src / "1_Pooling")
+    data = bytearray((src / "model.safetensors").read_bytes())
+    data[-1] ^= 1
+    (folder / "model.safetensors").write_bytes(bytes(data))
+    other = OnnxBertBackend(folder, cache=cache, threads=1)
+    assert other.graph_path != model.graph_path
+
+
+def test_graphs_past_the_protobuf_limit_keep_their_weights_apart(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from tiny_bert import write_tiny_model
+
+    folder = write_tiny_model(tmp_path / "m", "bert-cls-raw")
+    small = OnnxBertBackend(folder, cache=tmp_path / "a")
+    monkeypatch.setattr(onnx_bert, "_PROTOBUF_LIMIT", 1 << 20)  # the tiny model counts as huge
+    big = OnnxBertBackend(folder, cache=tmp_path / "b")
+    data = big.graph_path.with_name(big.graph_path.name + ".data")
+    assert data.is_file() and data.stat().st_size > big.graph_path.stat().st_size
+    np.testing.assert_array_equal(big.embed(["the cat", "a dog"]), small.embed(["the cat", "a dog"]))
+
+
+def test_cache_dir_follows_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DENSEWIRE_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert onnx_bert.cache_dir() == tmp_path / "xdg" / "densewire"
+    monkeypatch.setenv("DENSEWIRE_CACHE_DIR", str(tmp_path / "dw"))
+    assert onnx_bert.cache_dir() == tmp_path / "dw"
+    b = load_backend("minilm")
+    assert b.graph_path.parent == tmp_path / "dw" / "onnx"
+
+
+# -- int8 -------------------------------------------------------------------
+
+def test_int8_is_close_and_cached_apart(cache: Path, model: OnnxBertBackend, vectors: np.ndarray) -> None:
+    q = OnnxBertBackend(default_model_path(), cache=cache, threads=1, quantize="int8")
+    assert q.quantize == "int8" and q.graph_path != model.graph_path
+    ops = {n.op_type for n in onnx.load(str(q.graph_path)).graph.node}
+    assert {"QAttention", "MatMulInteger"} <= ops or {"QAttention", "DynamicQuantizeMatMul"} <= ops
+    out = q.embed(TEXTS)
+    cos = cosines(out, vectors)
+    assert cos.min() >= 0.97 and cos.mean() >= 0.985  # bench/model/RESULTS.md has the measured figures
+    assert cos.max() < 0.999999  # really quantized
+    with pytest.raises(ValueError, match="quantize must be one of none, int8"):
+        OnnxBertBackend(default_model_path(), cache=cache, quantize="int4")
+
+
+# -- length buckets ---------------------------------------------------------
+
+def test_chunks_cut_padding_but_not_into_tiny_calls() -> None:
+    lengths = np.array([60, 58, 57, 20, 19, 18, 18, 17, 9, 9, 9, 8])
+    ends = onnx_bert.plan_chunks(lengths, 32, 8192, overhead=24)
+    assert ends[-1] == len(lengths) and ends == sorted(ends)
+    assert ends == [3, 8, 12]
+    even = onnx_bert.plan_chunks(np.array([12] * 40), 32, 8192, overhead=24)
+    assert len(even) == 2 and max(np.diff([0, *even])) <= 32  # batch_size
+    capped = onnx_bert.plan_chunks(np.array([200] * 5), 32, 400, overhead=24)  # token cap: 2 rows a call
+    assert len(capped) == 3 and max(np.diff([0, *capped])) == 2
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 300), min_size=1, max_size=80), st.integers(1, 40), st.integers(0, 100))
+def test_chunk_plan_is_a_partition_within_limits(lengths: list[int], batch: int, overhead: int) -> None:
+    arr = np.array(sorted(lengths, reverse=True))
+    ends = onnx_bert.plan_chunks(arr, batch, 2048, overhead)
+    starts = [0] + ends[:-1]
+    assert ends[-1] == len(arr)
+    for s, e in zip(starts, ends):
+        assert 0 < e - s <= batch
+        assert e - s == 1 or (e - s) * arr[s] <= 2048
