@@ -244,7 +244,7 @@ func TestRetryLiveOverload(t *testing.T) {
 			wg.Go(func() {
 				input := make([]string, 64)
 				for j := range input {
-					input[j] = fmt.Sprintf("%s request %d text %d: %s", tag, i, j, strings.Repeat("overload ", 40))
+					input[j] = fmt.Sprintf("%s request %d text %d: %s", tag, i, j, "a sentence about retries")
 				}
 				<-start
 				tensor, _, err := c.Embed(context.Background(), &densewire.EmbeddingsRequest{Input: input})

@@ -139,7 +139,7 @@ class RetryLiveOverloadTest < Minitest::Test
     threads = clients.each_with_index.map do |c, i|
       Thread.new do
         gate.pop
-        rows = c.embed(Array.new(64) { |j| "#{tag} request #{i} text #{j}: #{"overload " * 40}" }, packed: true)
+        rows = c.embed(Array.new(64) { |j| "#{tag} request #{i} text #{j}: a sentence about retries" }, packed: true)
         rows.size == 64 ? nil : RuntimeError.new("#{rows.size} rows")
       rescue StandardError => e
         e

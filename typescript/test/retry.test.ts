@@ -256,7 +256,7 @@ describe("against a real overloaded server (DENSEWIRE_OVERLOAD_URL)", () => {
   const burst = (maxRetries: number, tag: string) => {
     const client = new DensewireClient({ baseURL: `${base}/v1`, maxRetries, ...(process.env["DENSEWIRE_API_KEY"] ? { apiKey: process.env["DENSEWIRE_API_KEY"] } : {}) });
     return Promise.allSettled(
-      Array.from({ length: 16 }, (_, i) => client.embed(Array.from({ length: 64 }, (_, j) => `${tag} request ${i} text ${j}: ${"overload ".repeat(40)}`))),
+      Array.from({ length: 16 }, (_, i) => client.embed(Array.from({ length: 64 }, (_, j) => `${tag} request ${i} text ${j}: a sentence about retries`))),
     );
   };
 

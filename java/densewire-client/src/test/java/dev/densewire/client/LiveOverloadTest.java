@@ -33,7 +33,7 @@ class LiveOverloadTest {
         for (int i = 0; i < 16; i++) {
             List<String> texts = new ArrayList<>();
             for (int j = 0; j < 64; j++) {
-                texts.add(tag + " request " + i + " text " + j + ": " + "overload ".repeat(40));
+                texts.add(tag + " request " + i + " text " + j + ": " + "a sentence about retries");
             }
             futures.add(c.embedAsync(dev.densewire.jackson.EmbeddingsRequest.of(texts))
                     .<Object>thenApply(e -> e).exceptionally(t -> t instanceof CompletionException ? t.getCause() : t));
