@@ -23,11 +23,9 @@ import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -370,17 +368,7 @@ public final class DensewireClient {
          * densewire-arrow on the class path.
          */
         public Builder formats(Format... preference) {
-            Set<Format> seen = EnumSet.noneOf(Format.class);
-            List<Format> list = new ArrayList<>();
-            for (Format f : preference) {
-                if (seen.add(f)) {
-                    list.add(f);
-                }
-            }
-            if (list.isEmpty()) {
-                throw new IllegalArgumentException("at least one format");
-            }
-            this.formats = list;
+            this.formats = Retrier.preference(preference);
             return this;
         }
 
@@ -418,10 +406,7 @@ public final class DensewireClient {
          * could not be made (default 2, as the OpenAI SDKs; 0 never retries). Other answers are never retried.
          */
         public Builder maxRetries(int maxRetries) {
-            if (maxRetries < 0) {
-                throw new IllegalArgumentException("maxRetries must be at least 0, got " + maxRetries);
-            }
-            this.maxRetries = maxRetries;
+            this.maxRetries = Retrier.checkMaxRetries(maxRetries);
             return this;
         }
 
@@ -430,9 +415,7 @@ public final class DensewireClient {
          * the server's {@code Retry-After} when it sends one of at most a minute (defaults 500 ms and 8 s).
          */
         public Builder retryBackoff(Duration base, Duration cap) {
-            if (base.isNegative() || cap.isNegative()) {
-                throw new IllegalArgumentException("backoff durations must not be negative");
-            }
+            Retrier.checkBackoff(base, cap);
             this.backoffBase = base;
             this.backoffCap = cap;
             return this;

@@ -11,6 +11,10 @@ import java.time.Instant;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -38,6 +42,31 @@ final class Retrier {
         this.maxRetries = maxRetries;
         this.base = base;
         this.cap = cap;
+    }
+
+    /** {@code maxRetries}, checked for both clients' builders. */
+    static int checkMaxRetries(int maxRetries) {
+        if (maxRetries < 0) {
+            throw new IllegalArgumentException("maxRetries must be at least 0, got " + maxRetries);
+        }
+        return maxRetries;
+    }
+
+    /** The backoff bounds, checked for both clients' builders. */
+    static void checkBackoff(Duration base, Duration cap) {
+        if (base.isNegative() || cap.isNegative()) {
+            throw new IllegalArgumentException("backoff durations must not be negative");
+        }
+    }
+
+    /** The formats of a builder's {@code formats(...)}, first occurrence kept, at least one. */
+    @SafeVarargs
+    static <E> List<E> preference(E... preference) {
+        List<E> list = new ArrayList<>(new LinkedHashSet<>(Arrays.asList(preference)));
+        if (list.isEmpty()) {
+            throw new IllegalArgumentException("at least one format");
+        }
+        return list;
     }
 
     /** An answer and the number of attempts it took. */

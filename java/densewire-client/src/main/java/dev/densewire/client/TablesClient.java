@@ -19,11 +19,9 @@ import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -307,17 +305,7 @@ public final class TablesClient {
 
         /** The acceptable formats, best first (sent as {@code Accept} with falling q-values). */
         public Builder formats(TableFormat... preference) {
-            Set<TableFormat> seen = EnumSet.noneOf(TableFormat.class);
-            List<TableFormat> list = new ArrayList<>();
-            for (TableFormat f : preference) {
-                if (seen.add(f)) {
-                    list.add(f);
-                }
-            }
-            if (list.isEmpty()) {
-                throw new IllegalArgumentException("at least one format");
-            }
-            this.formats = list;
+            this.formats = Retrier.preference(preference);
             return this;
         }
 
@@ -354,18 +342,13 @@ public final class TablesClient {
 
         /** As {@link DensewireClient.Builder#maxRetries}: retries of 429, 503 and failed connections (default 2). */
         public Builder maxRetries(int maxRetries) {
-            if (maxRetries < 0) {
-                throw new IllegalArgumentException("maxRetries must be at least 0, got " + maxRetries);
-            }
-            this.maxRetries = maxRetries;
+            this.maxRetries = Retrier.checkMaxRetries(maxRetries);
             return this;
         }
 
         /** As {@link DensewireClient.Builder#retryBackoff}: full-jitter backoff bounds (defaults 500 ms and 8 s). */
         public Builder retryBackoff(Duration base, Duration cap) {
-            if (base.isNegative() || cap.isNegative()) {
-                throw new IllegalArgumentException("backoff durations must not be negative");
-            }
+            Retrier.checkBackoff(base, cap);
             this.backoffBase = base;
             this.backoffCap = cap;
             return this;
