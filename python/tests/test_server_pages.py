@@ -14,8 +14,8 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 import pytest
 
-from densewire._server.pages import DOCS_DIR, display_url
-from densewire.server import ServerConfig
+from densewire._server.pages import DOCS_DIR, _routes, display_url
+from densewire.server import ServerConfig, create_app
 from server_support import ServerProcess
 
 
@@ -134,3 +134,10 @@ def test_display_url_reaches_a_wildcard_bind_through_loopback() -> None:
     assert display_url(ServerConfig(host="::", port=80)) == "http://[::1]:80"
     assert display_url(ServerConfig(host="fd00::1", port=80)) == "http://[fd00::1]:80"
     assert display_url(ServerConfig(host="10.1.2.3", port=80)) == "http://10.1.2.3:80"
+
+
+def test_every_route_of_the_app_is_described() -> None:
+    # a route without a line in _ABOUT shows up on / and in the start-up block with no description
+    app = create_app(ServerConfig(model="hash:8", demo_tables=False))
+    undescribed = [path for _m, path, what in _routes(app.routes) if not what]
+    assert undescribed == []

@@ -43,7 +43,8 @@ _ABOUT = {
     "/v1/tables": "the served tables, with their build state",
     "/v1/tables/{name}": "a table in 7 formats, pre-serialized and pre-compressed",
     "/demo": "the tables on a map, every format measured in the browser",
-    "/health": "readiness: model, Redis, tables",
+    "/health": "liveness: model, Redis, tables",
+    "/ready": "readiness: 503 while loading, draining or at --max-concurrent-requests",
     "/metrics": "Prometheus metrics",
     "/openapi.json": "the OpenAPI document",
 }
