@@ -155,10 +155,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_body_bytes", _size, "largest request body, compressed and decompressed "
             "(default 16M)", "BYTES"),
     Setting("max_concurrent_requests", int, "most embeddings requests being processed or waiting for the "
-            "model at once; one more is answered at once with 429 and Retry-After (default 128: a burst of "
-            "one-text requests drains in about a second at the built-in model's throughput on 2 cores, see "
-            "bench/model/RESULTS.md; lower it when requests carry many texts: throughput x the seconds of "
-            "queue you accept, bench/load/RESULTS.md)", "N"),
+            "model at once; one more is answered at once with 429 and Retry-After (default 128, so that a burst "
+            "of short requests is admitted; at the 9.6 answers/s measured on a loaded 2-core machine "
+            "(bench/load/RESULTS.md) a full queue waits about 13 s, bounded by --request-timeout; set it to "
+            "throughput x the seconds of queue you accept)", "N"),
     Setting("request_timeout", float, "seconds an admitted embeddings request may take until the model "
             "answered it; past it, or when its client has gone, it leaves the queue without using the "
             "model, with 503 and Retry-After (default 30; 0 = no deadline)", "SECONDS"),
