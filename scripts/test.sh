@@ -40,7 +40,10 @@ overload_port=$(free_port)
 .venv/bin/densewire serve --max-concurrent-requests 1 --cache-bytes 0 --no-demo-tables --blas-threads 1 \
   --port "$overload_port" > .ci-logs/serve-overload.log 2>&1 &
 overload_pid=$!
-trap 'kill $server_pid $overload_pid 2>/dev/null; wait $server_pid $overload_pid 2>/dev/null' EXIT
+# One PostgreSQL with pgvector for the Go, Rust and Java binary COPY tests (DENSEWIRE_PG_URL).
+pgdir=$(mktemp -d /tmp/densewire-pg.XXXXXX)
+trap 'kill $server_pid $overload_pid 2>/dev/null; wait $server_pid $overload_pid 2>/dev/null; bash scripts/postgres.sh stop "$pgdir"' EXIT
+export DENSEWIRE_PG_URL=$(bash scripts/postgres.sh start "$pgdir")
 export DENSEWIRE_SERVER_URL="http://127.0.0.1:$port"
 export DENSEWIRE_OVERLOAD_URL="http://127.0.0.1:$overload_port"
 wait_healthy() {  # url pid: until /health answers 200 (the model loaded), the process died, or 120 s
@@ -55,6 +58,7 @@ wait_healthy "$DENSEWIRE_SERVER_URL" $server_pid
 wait_healthy "$DENSEWIRE_OVERLOAD_URL" $overload_pid
 suite server-for-clients curl -fsS "$DENSEWIRE_SERVER_URL/health"
 suite overload-server-for-clients curl -fsS "$DENSEWIRE_OVERLOAD_URL/ready"
+suite postgres-for-clients test -n "$DENSEWIRE_PG_URL"
 
 for lang in typescript go rust java ruby; do
   if [ -f "$lang/ci.sh" ]; then suite "$lang" bash "$lang/ci.sh"; fi
