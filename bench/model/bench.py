@@ -102,8 +102,15 @@ class Worker:
         return self._read()
 
     def close(self) -> None:
+        """End the worker: EOF on its stdin, then a kill if it has not exited within 60 s (infinity-emb's
+        batch handler thread can hang at exit; the run's results are complete by then)."""
         self.proc.stdin.close()
-        self.proc.wait(60)
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            print(f"worker {self.name} did not exit within 60 s of EOF: killed", file=sys.stderr)
+            self.proc.kill()
+            self.proc.wait()
 
 
 def free_port() -> int:
@@ -150,24 +157,60 @@ class Server:
 
 
 async def http_load(url: str, model: str, texts: list[str], per_request: int, in_flight: int) -> float:
-    """Seconds to embed ``texts`` as requests of ``per_request`` sentences, ``in_flight`` at a time."""
-    import httpx
+    """Seconds to embed ``texts`` as requests of ``per_request`` sentences, ``in_flight`` at a time.
+
+    The load generator shares the two cores with the server it measures, so it must cost little: aiohttp
+    (about a quarter of httpx's CPU per request, bench/python/RESULTS-client.md). With httpx the client
+    took so much of the cores that every server looked alike (the 26 Nov run: ONNX 1.3x numpy over
+    httpx, 1.8x with wrk as the client)."""
+    import aiohttp
 
     bodies = [{"input": texts[i:i + per_request], "model": model} for i in range(0, len(texts), per_request)]
     queue = list(reversed(bodies))
-    async with httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=in_flight)) as client:
+    connector = aiohttp.TCPConnector(limit=in_flight)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=300)) as client:
         async def one() -> None:
             while queue:
                 body = queue.pop()
-                r = await client.post(url, json=body)
-                if r.status_code != 200:
-                    raise RuntimeError(f"{url}: {r.status_code} {r.text[:200]}")
-                if len(r.json()["data"]) != len(body["input"]):
+                async with client.post(url, json=body) as r:
+                    payload = await r.read()
+                    if r.status != 200:
+                        raise RuntimeError(f"{url}: {r.status} {payload[:200]!r}")
+                if len(json.loads(payload)["data"]) != len(body["input"]):
                     raise RuntimeError(f"{url}: wrong number of vectors")
 
         t = time.perf_counter()
         await asyncio.gather(*(one() for _ in range(in_flight)))
         return time.perf_counter() - t
+
+
+WRK_SCRIPT = """
+local bodies, i = {}, 0
+function init(args)
+  for line in io.lines(args[1]) do bodies[#bodies + 1] = line end
+end
+function request()
+  i = i % #bodies + 1
+  return wrk.format("POST", nil, {["Content-Type"] = "application/json"}, bodies[i])
+end
+"""
+
+
+def wrk_load(url: str, model: str, texts: list[str], connections: int, seconds: float) -> float:
+    """Requests/s of one-sentence requests from wrk (C, epoll: a few microseconds of CPU per request, so
+    nearly all of the two cores go to the server), ``connections`` in flight, cycling over ``texts``."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        bodies = Path(tmp, "bodies.jsonl")
+        bodies.write_text("".join(json.dumps({"input": [t], "model": model}) + "\n" for t in texts))
+        script = Path(tmp, "post.lua")
+        script.write_text(WRK_SCRIPT)
+        out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "-s", str(script), url, "--",
+                              str(bodies)], capture_output=True, text=True, check=True).stdout
+    if "Non-2xx" in out or "Socket errors" in out:
+        raise RuntimeError(f"{url}: wrk saw errors:\n{out}")
+    return float(next(ln.split()[1] for ln in out.splitlines() if ln.startswith("Requests/sec")))
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -200,6 +243,9 @@ def main() -> None:
     ap.add_argument("--http-only", action="store_true", help="only the HTTP part (--engines picks the servers)")
     ap.add_argument("--http-sentences", type=int, default=96,
                     help="sentences per HTTP measurement (1-sentence requests; 32-sentence ones take 4/3 of it)")
+    ap.add_argument("--wrk-seconds", type=int, default=10,
+                    help="one-sentence requests, 8 in flight, from wrk for this long per server and round "
+                         "(0: not run; also not run when wrk is missing: apt-get install wrk)")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--out", default=str(HERE / "results.json"))
     args = ap.parse_args()
@@ -347,6 +393,8 @@ def run_http(args: argparse.Namespace, folder: Path, texts: list[str], wanted: l
                 f"http://127.0.0.1:{servers['infinity'].port}/models").json()["data"][0]["id"]
         n = args.http_sentences
         modes = {"1x8": (1, 8, texts[:n]), "32x2": (32, 2, texts[:n * 4 // 3 // 32 * 32 or 32])}
+        if shutil.which("wrk") and args.wrk_seconds > 0:
+            modes["1x8-wrk"] = (1, 8, texts)
         rates: dict[str, dict[str, list[float]]] = {n: {m: [] for m in modes} for n in servers}
         names = list(servers)
         for r in range(args.http_rounds):
@@ -354,10 +402,13 @@ def run_http(args: argparse.Namespace, folder: Path, texts: list[str], wanted: l
             for mode, (per, flight, share) in modes.items():
                 for n in order:
                     s = servers[n]
+                    if mode == "1x8-wrk":
+                        rates[n][mode].append(wrk_load(s.url, s.model, texts, flight, args.wrk_seconds))
+                        continue
                     secs = asyncio.run(http_load(s.url, s.model, share, per, flight))
                     rates[n][mode].append(len(share) / secs)
             print(f"http round {r + 1}: " + ", ".join(
-                f"{n} {rates[n]['1x8'][-1]:.0f}/{rates[n]['32x2'][-1]:.0f}" for n in names)
+                f"{n} " + "/".join(f"{rates[n][m][-1]:.0f}" for m in modes) for n in names)
                 + f"; load {os.getloadavg()[0]:.1f}", file=sys.stderr)
         out: dict[str, Any] = {}
         for n in names:
