@@ -37,6 +37,7 @@ module Densewire
     def initialize(lower:, upper:, id: nil, method: METHOD, calibration: nil, model: nil)
       @lower, @upper = Quantization.ranges(lower, upper)
       @dimensions = @lower.size
+      Quantization.send(:check_ranges!, @lower, @upper, @dimensions)
       actual = Quantization.id(@lower, @upper)
       raise InvalidFieldError.new("the ranges have id #{actual}, not #{id}", field: "id") if id && id != actual
 
@@ -90,7 +91,9 @@ module Densewire
       # The quantization id of ranges: the first 16 hex digits of sha256(lower as float32 LE bytes ||
       # upper likewise || d in decimal ASCII).
       def id(lower, upper)
-        lo, hi = ranges(lower, upper, check: false)
+        lo, hi = ranges(lower, upper)
+        raise ShapeMismatchError.new("lower has #{lo.size} values, upper #{hi.size}", field: "upper") unless lo.size == hi.size
+
         Digest::SHA256.hexdigest(Convert.pack_float32(lo) + Convert.pack_float32(hi) + lo.size.to_s)[0, 16]
       end
 
@@ -180,12 +183,8 @@ module Densewire
       end
 
       # [lower, upper] as Arrays of Floats (float32 values); each may be an Array or packed LE bytes.
-      def ranges(lower, upper, check: true)
-        lo = float32_values(lower, "lower")
-        hi = float32_values(upper, "upper")
-        raise ShapeMismatchError.new("lower has #{lo.size} values, upper #{hi.size}", field: "upper") if check && lo.size != hi.size
-
-        [lo, hi]
+      def ranges(lower, upper)
+        [float32_values(lower, "lower"), float32_values(upper, "upper")]
       end
 
       # Checks a quantization id read by a decoder (+field+ names where): nil when absent, else it
