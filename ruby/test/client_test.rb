@@ -87,14 +87,14 @@ class ClientTest < Minitest::Test
   end
 
   def test_server_errors_raise_http_error_with_status_code_param_and_message
-    error = assert_raises(Densewire::HTTPError) { @client.embed(%w[a b], dtype: "int8") }
+    error = assert_raises(Densewire::HTTPError) { @client.embed(%w[a b], dtype: "float16") }
     assert_equal 422, error.status
     assert_equal "invalid_field", error.code
     assert_equal "invalid_field", error.category
     assert_equal "dtype", error.param
     assert_equal "dtype", error.field
-    assert_equal "this server has float32 and binary only", error.server_message
-    assert_match(/HTTP 422 invalid_field: this server has float32 and binary only/, error.message)
+    assert_equal "this server has float32, binary, int8 and uint8 only", error.server_message
+    assert_match(/HTTP 422 invalid_field: this server has float32, binary, int8 and uint8 only/, error.message)
     assert_kind_of Densewire::Error, error
 
     error = assert_raises(Densewire::HTTPError) { @client.embed(["unavailable"]) }

@@ -83,13 +83,15 @@ class FuzzTest < Minitest::Test
   end
 
   def bits(value)
-    value = value.tensor if value.is_a?(Densewire::Embeddings)
+    return bits(value.tensor) + [value.quantization] if value.is_a?(Densewire::Embeddings)
     return [value.dtype, value.shape, value.data.b] if value.is_a?(Densewire::Tensor)
 
     [value.rows, value.columns.map { |c| [c.name, c.type.to_s, c.type.to_s == "string" ? c.to_a : c.to_packed.b] }]
   end
 
-  TENSORS = GoldenFiles.cases("tensors").group_by { |c| c["format"] }
+  # the tensor envelope cases, and the int8/uint8 responses with their quantization id (SPEC.md 17.5)
+  TENSORS = (GoldenFiles.cases("tensors") + GoldenFiles.cases("quantization").select { |c| c["operation"] == "envelope" })
+            .group_by { |c| c["format"] }
 
   def self.tensor_target(format, decode, again)
     define_method("test_fuzz_#{format}") do
@@ -101,7 +103,7 @@ class FuzzTest < Minitest::Test
   end
 
   tensor_target "json", ->(b, _) { Densewire::JSONEnvelope.decode(b) },
-                ->(e, _) { Densewire::JSONEnvelope.decode(Densewire::JSONEnvelope.encode(e.tensor, encoding_format: "base64")) }
+                ->(e, _) { Densewire::JSONEnvelope.decode(Densewire::JSONEnvelope.encode(e, encoding_format: "base64")) }
   tensor_target "base64", ->(b, c) { Densewire::Base64.decode(b, dtype: c["dtype"], shape: c["shape"], byteorder: c["byteorder"]) },
                 ->(t, c) { Densewire::Base64.decode(Densewire::Base64.encode(t, byteorder: c["byteorder"]), dtype: c["dtype"], shape: c["shape"], byteorder: c["byteorder"]) }
   tensor_target "raw", ->(b, c) { Densewire::Raw.decode(b, c["headers"]) },

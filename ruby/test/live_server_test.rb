@@ -57,6 +57,25 @@ class LiveServerTest < Minitest::Test
     assert_nil @client.table("points", format: :msgpack, if_none_match: first.etag)
   end
 
+  # SPEC.md section 17: the server's int8/uint8 codes are exactly what Quantization.quantize gives for
+  # its own float32 answer with the published ranges; dequantize: true gives their dequantize.
+  def test_quantized_embeddings_match_the_published_ranges
+    texts = ["a cat sits on the mat", "a dog sleeps"]
+    [nil, 128].each do |dimensions|
+      floats = @client.create_embeddings(input: texts, dimensions: dimensions)
+      %w[int8 uint8].each do |dtype|
+        codes = @client.create_embeddings(input: texts, dtype: dtype, dimensions: dimensions)
+        assert_equal dtype, codes.dtype
+        assert_match(/\A[0-9a-f]{16}\z/, codes.quantization.to_s, "the response names its ranges")
+        q = @client.quantization(codes.quantization)
+        assert_equal codes.shape[1], q.dimensions
+        assert_equal codes.tensor, q.quantize(floats.tensor, dtype: dtype)
+        back = @client.create_embeddings(input: texts, dtype: dtype, dimensions: dimensions, dequantize: true)
+        assert_equal q.dequantize(codes.tensor), back.tensor
+      end
+    end
+  end
+
   def test_unknown_table
     error = assert_raises(Densewire::HTTPError) { @client.table("no_such_table_here") }
     assert_equal [404, "not_found"], [error.status, error.code]

@@ -13,6 +13,7 @@
 import { checkArrowStream } from "./arrowcheck.js";
 import { type DType, type Embeddings, type Tensor, type Usage, DTYPES, allocData, bytesOf, checkLength, isDType, parseDType, rowBytes } from "./dtypes.js";
 import { DensewireError } from "./errors.js";
+import { checkQuantization } from "./quantization.js";
 
 type ArrowModule = typeof import("apache-arrow");
 
@@ -69,9 +70,9 @@ function dtypeOfItem(A: ArrowModule, t: unknown): DType | undefined {
 }
 
 /**
- * Decodes an Arrow IPC stream. Errors: `malformed` when apache-arrow cannot read it; `invalid_field`
- * on `embedding` (missing column, wrong type, nulls) or on `densewire.dimensions`; `unknown_dtype` on
- * `densewire.dtype`.
+ * Decodes an Arrow IPC stream (model, usage and quantization id from the schema metadata). Errors:
+ * `malformed` when apache-arrow cannot read it; `invalid_field` on `embedding` (missing column, wrong
+ * type, nulls) or on `densewire.dimensions`; `unknown_dtype` on `densewire.dtype`.
  */
 export async function decodeArrow(body: Uint8Array | ArrayBuffer): Promise<Embeddings> {
   const A = await loadArrow();
@@ -155,6 +156,8 @@ export async function decodeArrow(body: Uint8Array | ArrayBuffer): Promise<Embed
   const pt = meta.get("densewire.prompt_tokens");
   const tt = meta.get("densewire.total_tokens");
   if (pt !== undefined && tt !== undefined) result.usage = { prompt_tokens: Number(pt), total_tokens: Number(tt) };
+  const quantization = meta.get("densewire.quantization");
+  if (quantization !== undefined) result.quantization = quantization;
   return result;
 }
 
@@ -169,7 +172,10 @@ export function ownBuffer<T extends ArrayBufferView>(values: T): T {
 }
 
 /** Encodes a tensor as an Arrow IPC stream: one schema, one record batch, end-of-stream. */
-export async function encodeArrow(tensor: Tensor | Embeddings, options: { model?: string; usage?: Usage } = {}): Promise<Uint8Array> {
+export async function encodeArrow(
+  tensor: Tensor | Embeddings,
+  options: { model?: string; usage?: Usage; quantization?: string } = {},
+): Promise<Uint8Array> {
   const A = await loadArrow();
   const { dtype } = tensor;
   if (!isDType(dtype)) parseDType(dtype);
@@ -178,6 +184,7 @@ export async function encodeArrow(tensor: Tensor | Embeddings, options: { model?
   const data = ownBuffer(tensor.data);
   const model = options.model ?? (tensor as Embeddings).model;
   const usage = options.usage ?? (tensor as Embeddings).usage;
+  const quantization = checkQuantization(options.quantization ?? (tensor as Embeddings).quantization);
 
   let type;
   let column;
@@ -207,6 +214,7 @@ export async function encodeArrow(tensor: Tensor | Embeddings, options: { model?
     meta.set("densewire.prompt_tokens", String(usage.prompt_tokens));
     meta.set("densewire.total_tokens", String(usage.total_tokens));
   }
+  if (quantization !== undefined) meta.set("densewire.quantization", quantization);
   const schema = new A.Schema([field], meta);
   const struct = A.makeData({ type: new A.Struct([field]), length: n, nullCount: 0, children: [column] });
   const batch = new A.RecordBatch(schema, struct as never);

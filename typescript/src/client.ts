@@ -11,6 +11,7 @@ import { DensewireError, DensewireHTTPError, RateLimitError } from "./errors.js"
 import { decodeJSON } from "./json.js";
 import { decodeMsgpack } from "./msgpack.js";
 import { decodeProtobuf } from "./protobuf.js";
+import { type Quantization, dequantize, parseQuantization } from "./quantization.js";
 import { decodeRaw } from "./raw.js";
 import { type RetryOptions, fetchWithRetry, retryPolicy } from "./retry.js";
 
@@ -156,6 +157,12 @@ export interface EmbedOptions {
   formats?: readonly Format[];
   /** Overrides the client's `maxRetries` for this call. */
   maxRetries?: number;
+  /**
+   * With `dtype` `int8` or `uint8`: turn the codes back into float32 with the ranges the response's
+   * quantization id names (`GET {baseURL}/quantization/{id}`, fetched once per id and cached). The
+   * result is then float32, 4x the bytes in memory but 1/4 on the wire.
+   */
+  dequantize?: boolean;
 }
 
 /** Options of {@link DensewireClient.embedMany}. */
@@ -174,6 +181,7 @@ export class DensewireClient {
   readonly #headers: Record<string, string>;
   readonly #fetch: typeof fetch;
   readonly #retry: Required<RetryOptions>;
+  readonly #quantizations = new Map<string, Promise<Quantization>>();
 
   constructor(options: ClientOptions = {}) {
     this.baseURL = (options.baseURL ?? "http://localhost:8000/v1").replace(/\/+$/, "");
@@ -203,22 +211,72 @@ export class DensewireClient {
     // only densewire servers know dtype/truncate: leave them out at their defaults so that any
     // OpenAI-compatible server accepts the request
     if (options.dtype !== undefined && options.dtype !== "float32") request["dtype"] = options.dtype;
+    if (options.dequantize === true && options.dtype !== "int8" && options.dtype !== "uint8") {
+      throw new TypeError(`embed: dequantize needs dtype "int8" or "uint8", got ${JSON.stringify(options.dtype ?? "float32")}`);
+    }
     if (options.truncate === false) request["truncate"] = false;
-    const headers: Record<string, string> = {
-      "Content-Type": "application/json",
-      Accept: acceptHeader(options.formats ?? this.formats),
-      ...this.#headers,
+    const init: RequestInit = {
+      method: "POST",
+      headers: this.#requestHeaders({ "Content-Type": "application/json", Accept: acceptHeader(options.formats ?? this.formats) }),
+      body: JSON.stringify(request),
     };
-    if (this.#apiKey !== undefined) headers["Authorization"] = `Bearer ${this.#apiKey}`;
-    const init: RequestInit = { method: "POST", headers, body: JSON.stringify(request) };
     if (options.signal !== undefined) init.signal = options.signal;
-    const policy = options.maxRetries === undefined ? this.#retry : retryPolicy({ ...this.#retry, maxRetries: options.maxRetries });
+    const policy = this.#policy(options.maxRetries);
     const { response, attempts } = await fetchWithRetry(this.#fetch, `${this.baseURL}/embeddings`, init, policy);
     const result = await decodeResponse(response, attempts);
     if (result.shape[0] !== texts.length) {
       throw new DensewireError("shape_mismatch", `the server returned ${result.shape[0]} rows for ${texts.length} inputs`, { field: "data" });
     }
-    return result;
+    if (options.dequantize !== true) return result;
+    if (result.dtype !== "int8" && result.dtype !== "uint8") {
+      throw new DensewireError("invalid_field", `asked for ${options.dtype} rows to dequantize, the server answered ${result.dtype}`, { field: "dtype" });
+    }
+    if (result.quantization === undefined) {
+      throw new DensewireError("invalid_field", `the server sent ${result.dtype} rows without a quantization id: their ranges are unknown`, {
+        field: "quantization",
+      });
+    }
+    const q = await this.quantization(result.quantization, options);
+    if (q.dimensions !== result.shape[1]) {
+      throw new DensewireError("shape_mismatch", `quantization ${q.id} has ${q.dimensions} dimensions, the rows ${result.shape[1]}`, { field: "quantization" });
+    }
+    return dequantize(result, q);
+  }
+
+  /**
+   * The quantization ranges a server publishes at `GET {baseURL}/quantization/{id}`, checked against
+   * their id ({@link parseQuantization}). Fetched once per id: the object is immutable, so it is
+   * cached for the client's lifetime (a failed fetch is not cached).
+   */
+  quantization(id: string, options: { signal?: AbortSignal; maxRetries?: number } = {}): Promise<Quantization> {
+    let entry = this.#quantizations.get(id);
+    if (entry === undefined) {
+      entry = this.#fetchQuantization(id, options);
+      this.#quantizations.set(id, entry);
+      entry.catch(() => this.#quantizations.delete(id));
+    }
+    return entry;
+  }
+
+  async #fetchQuantization(id: string, options: { signal?: AbortSignal; maxRetries?: number }): Promise<Quantization> {
+    const init: RequestInit = { method: "GET", headers: this.#requestHeaders({ Accept: "application/json" }) };
+    if (options.signal !== undefined) init.signal = options.signal;
+    const url = `${this.baseURL}/quantization/${encodeURIComponent(id)}`;
+    const { response, attempts } = await fetchWithRetry(this.#fetch, url, init, this.#policy(options.maxRetries));
+    if (!response.ok) throw await httpError(response, attempts);
+    const q = parseQuantization(await response.text());
+    if (q.id !== id) throw new DensewireError("invalid_field", `asked for quantization ${id}, the server answered ${q.id}`, { field: "quantization.id" });
+    return q;
+  }
+
+  #requestHeaders(base: Record<string, string>): Record<string, string> {
+    const headers: Record<string, string> = { ...base, ...this.#headers };
+    if (this.#apiKey !== undefined) headers["Authorization"] = `Bearer ${this.#apiKey}`;
+    return headers;
+  }
+
+  #policy(maxRetries: number | undefined): Required<RetryOptions> {
+    return maxRetries === undefined ? this.#retry : retryPolicy({ ...this.#retry, maxRetries });
   }
 
   /**
@@ -231,7 +289,7 @@ export class DensewireClient {
     const concurrency = options.concurrency ?? 4;
     if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be a positive integer, got ${batchSize}`);
     if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
-    const dtype = options.dtype ?? "float32";
+    const dtype = options.dequantize === true ? "float32" : (options.dtype ?? "float32");
     if (texts.length === 0) return { dtype, shape: [0, options.dimensions ?? 0], data: allocData(dtype, 0) } as Embeddings;
 
     const batches: string[][] = [];
@@ -269,7 +327,10 @@ export class DensewireClient {
   }
 }
 
-/** Concatenates tensors of one dtype and width row-wise (bit-exact copies); sums usage. */
+/**
+ * Concatenates tensors of one dtype and width row-wise (bit-exact copies); sums usage. Quantized rows
+ * join only rows of the same quantization id.
+ */
 export function concatRows(parts: readonly Embeddings[]): Embeddings {
   const first = parts[0];
   if (first === undefined) throw new RangeError("concatRows: nothing to concatenate");
@@ -292,6 +353,15 @@ export function concatRows(parts: readonly Embeddings[]): Embeddings {
   }
   const result = { dtype, shape: [n, d], data: out } as Embeddings;
   if (first.model !== undefined) result.model = first.model;
+  if (first.quantization !== undefined) {
+    const other = parts.find((p) => p.quantization !== first.quantization);
+    if (other !== undefined) {
+      throw new DensewireError("shape_mismatch", `cannot join rows quantized with ranges ${first.quantization} and ${other.quantization ?? "(none)"}`, {
+        field: "quantization",
+      });
+    }
+    result.quantization = first.quantization;
+  }
   if (parts.every((p) => p.usage !== undefined)) {
     result.usage = {
       prompt_tokens: parts.reduce((s, p) => s + p.usage!.prompt_tokens, 0),

@@ -261,8 +261,8 @@ export function toFloat32(tensor: Tensor): Float32Array {
 
 /**
  * Converts float32 values to a tensor of `dtype` as a sender does (SPEC.md section 3): float16,
- * bfloat16 and binary by the spec's rules; float32 as is; float64 exactly. int8 and uint8 are carried
- * as given, never quantised: asking for them is an `invalid_field` error.
+ * bfloat16 and binary by the spec's rules; float32 as is; float64 exactly. int8 and uint8 need
+ * per-dimension ranges: asking for them here is an `invalid_field` error (use `quantize`).
  */
 export function fromFloat32<D extends DType>(values: Float32Array, shape: readonly [number, number], dtype: D): Tensor<D> {
   const [n, d] = checkShape(shape);

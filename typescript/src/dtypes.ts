@@ -50,8 +50,16 @@ export interface Usage {
   total_tokens: number;
 }
 
-/** What a decoder returns: the tensor and, for embeddings responses, the model id and usage. */
-export type Embeddings<D extends DType = DType> = Tensor<D> & { model?: string | undefined; usage?: Usage | undefined };
+/**
+ * What a decoder returns: the tensor and, for embeddings responses, the model id, usage and, for int8
+ * and uint8 rows a server quantized, the id of the quantization ranges (`GET /v1/quantization/{id}`;
+ * `dequantize` turns the codes back into float32).
+ */
+export type Embeddings<D extends DType = DType> = Tensor<D> & {
+  model?: string | undefined;
+  usage?: Usage | undefined;
+  quantization?: string | undefined;
+};
 
 interface DTypeInfo {
   /** bytes per item; binary counts bytes of packed bits */

@@ -2,7 +2,8 @@
  * densewire: embeddings, numeric tensors and tables on the wire at memory speed (wire spec 1.3).
  *
  * The one public surface of the package. Modules by format: base64, json, raw, msgpack, protobuf,
- * arrow (optional peer dependency apache-arrow), and the embeddings client; tables (SPEC.md section
+ * arrow (optional peer dependency apache-arrow), quantization (int8/uint8 codes and their ranges),
+ * and the embeddings client; tables (SPEC.md section
  * 15: src/tables/) with their decoders, encoders and client.
  */
 export {
@@ -71,6 +72,19 @@ export { type HeadersInput, type RawMessage, decodeRaw, encodeRaw, getHeader } f
 export { decodeMsgpack, encodeMsgpack } from "./msgpack.js";
 export { type ProtobufMessage, decodeProtobuf, encodeProtobuf } from "./protobuf.js";
 export { decodeArrow, encodeArrow, setArrowImporter } from "./arrow.js";
+export {
+  type Quantization,
+  type QuantizationCalibration,
+  type QuantizationRanges,
+  type QuantizedDType,
+  QUANTIZATION_METHOD,
+  cohereBinary,
+  dequantize,
+  fromCohereBinary,
+  parseQuantization,
+  quantizationId,
+  quantize,
+} from "./quantization.js";
 export {
   type ClientOptions,
   type EmbedManyOptions,

@@ -5,7 +5,8 @@
  * as OpenAI does not send them). Rows are placed by `index`.
  *
  * Decoding writes every row straight into one typed array (Base64 rows are decoded in place, no
- * per-row buffers); number rows are rounded from float64 to the dtype once (section 3.5).
+ * per-row buffers); number rows are rounded from float64 to the dtype once (section 3.5). int8 and
+ * uint8 rows a server quantized carry the id of their ranges in `quantization`.
  */
 import { decodeBase64Into, base64DecodedLength, bytesToBase64 } from "./base64.js";
 import { float32BitsToNumber, float64ToFloat16Bits, float64ToBfloat16Bits, float16BitsToFloat32Bits } from "./convert.js";
@@ -26,6 +27,7 @@ import {
   swapBytes,
 } from "./dtypes.js";
 import { DensewireError } from "./errors.js";
+import { checkQuantization, readQuantizationId } from "./quantization.js";
 
 /** `encoding_format` of the request and envelope. */
 export type EncodingFormat = "float" | "base64";
@@ -40,6 +42,8 @@ export interface JSONEncodeOptions {
   model?: string;
   /** Token counts; default the tensor's `usage`, else zeros. */
   usage?: Usage;
+  /** The quantization id (written after `dimensions`; servers give it for int8/uint8); default the tensor's `quantization`. */
+  quantization?: string;
 }
 
 const utf8 = /*@__PURE__*/ new TextDecoder("utf-8", { fatal: true });
@@ -128,6 +132,8 @@ export function decodeJSON(input: string | Uint8Array | ArrayBuffer | object): E
   if (isObject(usage) && typeof usage["prompt_tokens"] === "number" && typeof usage["total_tokens"] === "number") {
     result.usage = { prompt_tokens: usage["prompt_tokens"], total_tokens: usage["total_tokens"] };
   }
+  const quantization = readQuantizationId(doc["quantization"], "quantization");
+  if (quantization !== undefined) result.quantization = quantization;
   return result;
 }
 
@@ -307,6 +313,7 @@ export function encodeJSON(tensor: Tensor | Embeddings, options: JSONEncodeOptio
   const width = dtype === "binary" ? rb : d;
   const model = options.model ?? (tensor as Embeddings).model ?? "";
   const usage = options.usage ?? (tensor as Embeddings).usage ?? { prompt_tokens: 0, total_tokens: 0 };
+  const quantization = checkQuantization(options.quantization ?? (tensor as Embeddings).quantization);
   const rows = new Array<string>(n);
   const bytes = format === "base64" ? bytesOf(data, DTYPES[dtype].itemBytes, byteorder) : undefined;
   for (let i = 0; i < n; i++) {
@@ -316,6 +323,7 @@ export function encodeJSON(tensor: Tensor | Embeddings, options: JSONEncodeOptio
   return (
     `{"object":"list","data":[${rows.join(",")}],"model":${JSON.stringify(model)},` +
     `"usage":{"prompt_tokens":${usage.prompt_tokens},"total_tokens":${usage.total_tokens}},` +
-    `"dtype":"${dtype}","byteorder":"${byteorder}","dimensions":${d}}`
+    `"dtype":"${dtype}","byteorder":"${byteorder}","dimensions":${d}` +
+    (quantization === undefined ? "}" : `,"quantization":${JSON.stringify(quantization)}}`)
   );
 }

@@ -1,5 +1,6 @@
 /**
- * MessagePack (SPEC.md section 8), on @msgpack/msgpack: one map `{model?, dtype, shape, data, usage?}`.
+ * MessagePack (SPEC.md section 8), on @msgpack/msgpack: one map `{model?, dtype, shape, data, usage?,
+ * quantization?}`.
  *
  * Decoding: @msgpack/msgpack returns `data` (a bin) as a subarray of the body, so the tensor is a view
  * over the body when the bin payload is aligned for the dtype (always for int8, uint8 and binary), and
@@ -11,6 +12,7 @@
 import { Decoder, Encoder } from "@msgpack/msgpack";
 import { type Embeddings, type Tensor, type Usage, checkLength, describe, parseDType, rowBytes, viewAs, DTYPES, bytesOf } from "./dtypes.js";
 import { DensewireError } from "./errors.js";
+import { checkQuantization } from "./quantization.js";
 
 const decoder = new Decoder({
   mapKeyConverter: (key: unknown): string => {
@@ -31,11 +33,6 @@ function isCount(v: unknown): v is number {
 }
 
 /**
- * Decodes a MessagePack tensor or embeddings body. Errors: `malformed` (not a map, a key not a str,
- * trailing bytes) and `truncated` with offsets; `invalid_field` on `data`, `shape`, `dtype`, `model`,
- * `usage`; `unknown_dtype`; `length_mismatch` on `data`.
- */
-/**
  * Decodes a body that must be one MessagePack map with str keys (tensors, section 8; tables, section
  * 15.5); a body that is not is `malformed` or `truncated` at the offending offset.
  */
@@ -50,6 +47,11 @@ export function decodeMsgpackMap(bytes: Uint8Array): Record<string, unknown> {
   return doc;
 }
 
+/**
+ * Decodes a MessagePack tensor or embeddings body. Errors: `malformed` (not a map, a key not a str,
+ * trailing bytes) and `truncated` with offsets; `invalid_field` on `data`, `shape`, `dtype`, `model`,
+ * `usage`, `quantization`; `unknown_dtype`; `length_mismatch` on `data`.
+ */
 export function decodeMsgpack(body: Uint8Array | ArrayBuffer): Embeddings {
   const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
   const doc = decodeMsgpackMap(bytes);
@@ -79,11 +81,19 @@ export function decodeMsgpack(body: Uint8Array | ArrayBuffer): Embeddings {
     }
     result.usage = { prompt_tokens: u["prompt_tokens"], total_tokens: u["total_tokens"] };
   }
+  if ("quantization" in doc) {
+    const q = doc["quantization"];
+    if (typeof q !== "string") throw new DensewireError("invalid_field", `must be a str, got ${describe(q)}`, { field: "quantization" });
+    result.quantization = q;
+  }
   return result;
 }
 
-/** Encodes a tensor (with `model` and `usage` for an embeddings response) as a MessagePack body. */
-export function encodeMsgpack(tensor: Tensor | Embeddings, options: { model?: string; usage?: Usage } = {}): Uint8Array {
+/**
+ * Encodes a tensor (with `model`, `usage` and, for quantized int8/uint8 rows, `quantization` for an
+ * embeddings response) as a MessagePack body.
+ */
+export function encodeMsgpack(tensor: Tensor | Embeddings, options: { model?: string; usage?: Usage; quantization?: string } = {}): Uint8Array {
   const { dtype } = tensor;
   const [n, d] = tensor.shape;
   const data = bytesOf(tensor.data, DTYPES[dtype].itemBytes, "little");
@@ -96,6 +106,8 @@ export function encodeMsgpack(tensor: Tensor | Embeddings, options: { model?: st
   doc["shape"] = [n, d];
   doc["data"] = data;
   if (usage !== undefined) doc["usage"] = { prompt_tokens: usage.prompt_tokens, total_tokens: usage.total_tokens };
+  const quantization = checkQuantization(options.quantization ?? (tensor as Embeddings).quantization);
+  if (quantization !== undefined) doc["quantization"] = quantization;
   // a fresh encoder sized for the body: its buffer is returned as is (no regrowth, no final copy)
   const encoder = new Encoder({ initialBufferSize: data.length + 256 + (model?.length ?? 0) * 3 });
   return encoder.encodeSharedRef(doc);

@@ -17,6 +17,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { type Embeddings, type Tensor, type Usage, DTYPES, DTYPE_NAMES, bytesOf, checkLength, rowBytes, viewAs } from "./dtypes.js";
 import { DensewireError } from "./errors.js";
+import { checkQuantization } from "./quantization.js";
 import { EmbeddingsResponseSchema, TensorSchema, UsageSchema } from "./gen/densewire/v1/tensor_pb.js";
 import { Reader } from "./pbwire.js";
 
@@ -81,7 +82,8 @@ function finishTensor(r: Reader, t: TensorFields, prefix: string): Embeddings {
 }
 
 /**
- * Decodes a Protobuf body: a `Tensor` (default) or an `EmbeddingsResponse`. Errors: `malformed` at the
+ * Decodes a Protobuf body: a `Tensor` (default) or an `EmbeddingsResponse` (with `model`, `usage` and,
+ * for quantized int8/uint8 rows, `quantization`). Errors: `malformed` at the
  * offset of the offending tag or varint, `truncated` at the body's length, `invalid_field` on `dtype`
  * or `shape` (`embeddings.dtype`... inside a response), `unknown_dtype`, `length_mismatch` on `data`.
  */
@@ -98,11 +100,14 @@ export function decodeProtobuf(body: Uint8Array | ArrayBuffer, options: { messag
   let model = "";
   let hasTensor = false;
   let usage: Usage | undefined;
+  let quantization = ""; // proto3: absent and empty are the same
   const end = bytes.length;
   while (r.pos < end) {
     const tagPos = r.pos;
     const [field, wt] = r.tag(end);
-    if (field >= 1 && field <= 3 && wt !== 2) throw r.malformed(tagPos, `wire type ${wt} for a length-delimited field`, ["model", "embeddings", "usage"][field - 1]);
+    if (field >= 1 && field <= 4 && wt !== 2) {
+      throw r.malformed(tagPos, `wire type ${wt} for a length-delimited field`, ["model", "embeddings", "usage", "quantization"][field - 1]);
+    }
     if (field === 1) {
       const [s, e] = r.delimited(end, tagPos);
       try {
@@ -127,6 +132,13 @@ export function decodeProtobuf(body: Uint8Array | ArrayBuffer, options: { messag
         else if (f === 2) usage.total_tokens = r.varint(e);
         else r.skip(w, f, e, innerPos);
       }
+    } else if (field === 4) {
+      const [s, e] = r.delimited(end, tagPos);
+      try {
+        quantization = utf8.decode(bytes.subarray(s, e));
+      } catch {
+        throw r.malformed(tagPos, "quantization is not valid UTF-8", "quantization");
+      }
     } else {
       r.skip(wt, field, end, tagPos);
     }
@@ -135,16 +147,17 @@ export function decodeProtobuf(body: Uint8Array | ArrayBuffer, options: { messag
   const result = finishTensor(r, t, "embeddings.");
   result.model = model;
   if (usage !== undefined) result.usage = usage;
+  if (quantization !== "") result.quantization = quantization;
   return result;
 }
 
 /**
  * Encodes a tensor as a Protobuf `Tensor`, or as an `EmbeddingsResponse` (the default when the tensor
- * or the options carry a `model` or `usage`), with @bufbuild/protobuf's `toBinary`.
+ * or the options carry a `model`, `usage` or `quantization`), with @bufbuild/protobuf's `toBinary`.
  */
 export function encodeProtobuf(
   tensor: Tensor | Embeddings,
-  options: { message?: ProtobufMessage; model?: string; usage?: Usage } = {},
+  options: { message?: ProtobufMessage; model?: string; usage?: Usage; quantization?: string } = {},
 ): Uint8Array {
   const { dtype } = tensor;
   const [n, d] = tensor.shape;
@@ -152,10 +165,11 @@ export function encodeProtobuf(
   checkLength(data.length, n * rowBytes(dtype, d), "data");
   const model = options.model ?? (tensor as Embeddings).model;
   const usage = options.usage ?? (tensor as Embeddings).usage;
-  const message = options.message ?? (model !== undefined || usage !== undefined ? "EmbeddingsResponse" : "Tensor");
+  const quantization = checkQuantization(options.quantization ?? (tensor as Embeddings).quantization);
+  const message = options.message ?? (model !== undefined || usage !== undefined || quantization !== undefined ? "EmbeddingsResponse" : "Tensor");
   const pb = create(TensorSchema, { dtype: DTYPES[dtype].protobuf, shape: [BigInt(n), BigInt(d)], data });
-  if (message === "Tensor") return toBinary(TensorSchema, pb);
-  const response = create(EmbeddingsResponseSchema, { model: model ?? "", embeddings: pb });
+  if (message === "Tensor") return toBinary(TensorSchema, pb); // a Tensor has no model, usage or quantization
+  const response = create(EmbeddingsResponseSchema, { model: model ?? "", embeddings: pb, quantization: quantization ?? "" });
   if (usage !== undefined) {
     response.usage = create(UsageSchema, { promptTokens: BigInt(usage.prompt_tokens), totalTokens: BigInt(usage.total_tokens) });
   }

@@ -15,6 +15,7 @@ import {
   viewAs,
 } from "./dtypes.js";
 import { DensewireError } from "./errors.js";
+import { checkQuantization, readQuantizationId } from "./quantization.js";
 
 /** Headers as `fetch` gives them, a plain object, or a Map; names are matched case-insensitively. */
 export type HeadersInput = { get(name: string): string | null | undefined } | Record<string, string | string[] | undefined>;
@@ -75,6 +76,8 @@ export function decodeRaw(body: Uint8Array | ArrayBuffer, headers: HeadersInput)
   if (pt !== undefined || tt !== undefined) {
     result.usage = { prompt_tokens: count(pt, "Densewire-Prompt-Tokens"), total_tokens: count(tt, "Densewire-Total-Tokens") };
   }
+  const quantization = readQuantizationId(getHeader(headers, "Densewire-Quantization")?.trim(), "Densewire-Quantization");
+  if (quantization !== undefined) result.quantization = quantization;
   return result;
 }
 
@@ -89,12 +92,12 @@ function count(value: string | undefined, field: string): number {
 export interface RawMessage {
   /** The little-endian bytes: a view over the tensor's memory on little-endian hosts (no copy). */
   body: Uint8Array;
-  /** `Densewire-*` headers in SPEC.md order (model and token counts when given). */
+  /** `Densewire-*` headers in SPEC.md order (model, token counts and quantization id when given). */
   headers: Record<string, string>;
 }
 
 /** Encodes a tensor as a raw body and its headers (SPEC.md section 7). */
-export function encodeRaw(tensor: Tensor | Embeddings, options: { model?: string; usage?: Usage } = {}): RawMessage {
+export function encodeRaw(tensor: Tensor | Embeddings, options: { model?: string; usage?: Usage; quantization?: string } = {}): RawMessage {
   const { dtype } = tensor;
   const [n, d] = tensor.shape;
   const body = bytesOf(tensor.data, DTYPES[dtype].itemBytes, "little");
@@ -107,10 +110,12 @@ export function encodeRaw(tensor: Tensor | Embeddings, options: { model?: string
   };
   const model = options.model ?? (tensor as Embeddings).model;
   const usage = options.usage ?? (tensor as Embeddings).usage;
+  const quantization = checkQuantization(options.quantization ?? (tensor as Embeddings).quantization);
   if (model !== undefined) headers["Densewire-Model"] = model;
   if (usage !== undefined) {
     headers["Densewire-Prompt-Tokens"] = String(usage.prompt_tokens);
     headers["Densewire-Total-Tokens"] = String(usage.total_tokens);
   }
+  if (quantization !== undefined) headers["Densewire-Quantization"] = quantization;
   return { body, headers };
 }

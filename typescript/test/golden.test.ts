@@ -1,7 +1,8 @@
 /**
  * The golden vectors (SPEC.md section 13): every case of testdata/golden/{tensors,conversions,invalid,
- * interop}.json that TypeScript claims (capabilities.json), one test per case id. A claimed case this
- * library could not handle fails here; the unclaimed ones are listed in the output (capabilities.ts).
+ * interop,quantization}.json that TypeScript claims (capabilities.json), one test per case id. A
+ * claimed case this library could not handle fails here; the unclaimed ones are listed in the output
+ * (capabilities.ts).
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -30,6 +31,13 @@ import {
   float64ToFloat32,
   float64ToFloat32Bits,
   type ProtobufMessage,
+  cohereBinary,
+  dequantize,
+  fromCohereBinary,
+  makeTensor,
+  parseQuantization,
+  quantizationId,
+  quantize,
 } from "../src/index.js";
 import {
   type GoldenCase,
@@ -49,13 +57,15 @@ const text = (c: GoldenCase) => c["encoded_text"] as string;
 function assertEnvelope(decoded: Embeddings, c: GoldenCase): void {
   if ("model" in c) assert.equal(decoded.model, c["model"], "model");
   if ("usage" in c) assert.deepEqual(decoded.usage, c["usage"], "usage");
+  assert.equal(decoded.quantization, c["quantization"], "quantization");
 }
 
 async function checkValid(c: GoldenCase): Promise<void> {
   const exact = c["byte_exact"] === true;
-  const meta: { model?: string; usage?: Usage } = {};
+  const meta: { model?: string; usage?: Usage; quantization?: string } = {};
   if ("model" in c) meta.model = c["model"] as string;
   if ("usage" in c) meta.usage = c["usage"] as Usage;
+  if ("quantization" in c) meta.quantization = c["quantization"] as string;
   const tensor: Tensor = tensorOf(c);
   const byteorder = c["byteorder"] as ByteOrder;
   switch (c["format"]) {
@@ -194,12 +204,88 @@ function checkConversion(c: GoldenCase): void {
   }
 }
 
+/** float32 bits (hex) as a Float32Array, NaN payloads kept. */
+function f32Items(items: unknown): Float32Array {
+  return f32(items as string[]);
+}
+
+function f32Hex(a: Float32Array): string[] {
+  return Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (x) => x.toString(16).padStart(8, "0"));
+}
+
+function byteHex(a: Uint8Array | Int8Array): string[] {
+  return Array.from(new Uint8Array(a.buffer, a.byteOffset, a.length), (x) => x.toString(16).padStart(2, "0"));
+}
+
+/** quantization.json (SPEC.md section 17.7): one check per `operation`, the invalid cases by their error. */
+async function checkQuantization(c: GoldenCase): Promise<void> {
+  const shape = c["shape"] as [number, number];
+  const lower = () => f32Items(c["lower"]);
+  const upper = () => f32Items(c["upper"]);
+  const codesOf = () => {
+    const bytes = fromHex((c["codes"] as string[]).join(""));
+    return c["dtype"] === "int8" ? makeTensor("int8", shape, new Int8Array(bytes.buffer)) : makeTensor("uint8", shape, bytes);
+  };
+  if ("error" in c) {
+    const expected = { category: c["error"] as string, offset: c["offset"] as number | undefined, field: c["field"] as string | undefined };
+    switch (c["operation"]) {
+      case "quantize":
+        assertDensewireError(() => quantize(makeTensor("float32", shape, f32Items(c["input"])), lower(), upper(), "int8"), expected);
+        return;
+      case "dequantize":
+        assertDensewireError(() => dequantize(codesOf(), lower(), upper()), expected);
+        return;
+      case "id":
+        assertDensewireError(() => parseQuantization(c["input_text"] as string), expected);
+        return;
+      default:
+        return checkInvalid(c);
+    }
+  }
+  switch (c["operation"]) {
+    case "quantize": {
+      const t = makeTensor("float32", shape, f32Items(c["input"]));
+      assert.deepEqual(byteHex(quantize(t, lower(), upper(), "uint8").data), c["uint8"], "uint8");
+      assert.deepEqual(byteHex(quantize(t, { lower: lower(), upper: upper() }, "int8").data), c["int8"], "int8");
+      return;
+    }
+    case "dequantize": {
+      const out = dequantize(codesOf(), lower(), upper());
+      assert.deepEqual(out.shape, shape);
+      assert.deepEqual(f32Hex(out.data), c["output"]);
+      return;
+    }
+    case "id": {
+      assert.equal(quantizationId(lower(), upper()), c["quantization"]);
+      const q = parseQuantization(c["encoded_text"] as string);
+      assert.equal(q.id, c["quantization"]);
+      assert.equal(q.dimensions, c["dimensions"]);
+      assert.deepEqual(f32Hex(q.lower), c["lower"]);
+      assert.deepEqual(f32Hex(q.upper), c["upper"]);
+      return;
+    }
+    case "binary": {
+      const packed = float32ToBinary(f32Items(c["input"]), shape);
+      assert.deepEqual(byteHex(packed), c["binary"], "binary");
+      const cohere = cohereBinary(makeTensor("binary", shape, packed));
+      assert.deepEqual(Array.from(cohere, String), c["cohere_binary"], "cohere_binary");
+      assert.deepEqual(byteHex(fromCohereBinary(cohere)), c["binary"], "fromCohereBinary");
+      return;
+    }
+    case "envelope":
+      return checkValid(c);
+    default:
+      assert.fail(`operation ${String(c["operation"])} is not supported by this library`);
+  }
+}
+
 describe("golden vectors", () => {
   const files: [string, GoldenCase[], (c: GoldenCase) => void | Promise<void>][] = [
     ["tensors.json", loadGolden("tensors"), checkValid],
     ["interop.json", loadGolden("interop"), checkValid],
     ["invalid.json", loadGolden("invalid"), checkInvalid],
     ["conversions.json", loadGolden("conversions"), checkConversion],
+    ["quantization.json", loadGolden("quantization"), checkQuantization],
   ];
   const claimed = new Set(claimedCases(Object.fromEntries(files.map(([name, cases]) => [name, cases]))).map((c) => c.id));
   for (const [, cases, check] of files) for (const c of cases) if (claimed.has(c.id)) it(c.id, () => check(c));

@@ -22,6 +22,8 @@ import {
   formatOfContentType,
   fromFloat32,
   isDType,
+  quantizationId,
+  quantize,
 } from "../src/index.js";
 
 export interface FakeServerOptions {
@@ -39,6 +41,8 @@ export interface FakeServerOptions {
 export interface FakeServer {
   url: string;
   requests: { headers: IncomingMessage["headers"]; body: Record<string, unknown>; url: string }[];
+  /** The GET /v1/quantization/{id} requests answered. */
+  quantizationRequests: string[];
   maxInFlight: number;
   close(): Promise<void>;
 }
@@ -85,6 +89,30 @@ const ALIASES: Record<string, Format> = {
   "application/x-protobuf": "protobuf",
 };
 
+interface Ranges {
+  id: string;
+  lower: Float32Array;
+  upper: Float32Array;
+}
+
+/** The fake server's calibration texts: the ranges cover them, and clamp what falls outside. */
+export const CALIBRATION = Array.from({ length: 64 }, (_, i) => `calibration text number ${i}`);
+
+/** The object of GET /v1/quantization/{id}. */
+export function quantizationObject(q: Ranges): Record<string, unknown> {
+  const b64 = (a: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString("base64");
+  return {
+    object: "quantization",
+    id: q.id,
+    model: "fake-model",
+    method: "minmax-per-dimension",
+    calibration: { name: "fake", texts: CALIBRATION.length, sha256: "0".repeat(64) },
+    dimensions: q.lower.length,
+    lower: b64(q.lower),
+    upper: b64(q.upper),
+  };
+}
+
 /** A deterministic unit-length float32 embedding of a text. */
 export function fakeEmbedding(text: string, d: number): Float32Array {
   let h = 2166136261;
@@ -112,11 +140,38 @@ const OPENAI_KNOWN = new Set(["input", "model", "encoding_format", "dimensions",
 export async function startFakeServer(options: FakeServerOptions = {}): Promise<FakeServer> {
   const mode = options.mode ?? "densewire";
   const modelDims = options.dimensions ?? 384;
+  // int8/uint8: ranges per requested d, min and max over a fixed calibration set (as densewire serve does)
+  const quantizations = new Map<number, Ranges>();
+  const rangesFor = (d: number): Ranges => {
+    let q = quantizations.get(d);
+    if (q === undefined) {
+      const lower = new Float32Array(d).fill(Infinity);
+      const upper = new Float32Array(d).fill(-Infinity);
+      for (const text of CALIBRATION) {
+        const v = fakeEmbedding(text, modelDims);
+        for (let j = 0; j < d; j++) {
+          lower[j] = Math.min(lower[j]!, v[j]!);
+          upper[j] = Math.max(upper[j]!, v[j]!);
+        }
+      }
+      q = { id: quantizationId(lower, upper), lower, upper };
+      quantizations.set(d, q);
+    }
+    return q;
+  };
   let inFlight = 0;
-  const state: FakeServer = { url: "", requests: [], maxInFlight: 0, close: async () => undefined };
+  const state: FakeServer = { url: "", requests: [], quantizationRequests: [], maxInFlight: 0, close: async () => undefined };
 
   const handle = async (req: IncomingMessage, res: ServerResponse, raw: string) => {
     const url = new URL(req.url ?? "/", "http://x");
+    if (req.method === "GET" && url.pathname.startsWith("/v1/quantization/") && mode === "densewire") {
+      const id = decodeURIComponent(url.pathname.slice("/v1/quantization/".length));
+      state.quantizationRequests.push(id);
+      const q = [...quantizations.values()].find((r) => r.id === id);
+      if (q === undefined) return sendError(res, new DensewireError("not_found", `no quantization ${id}`));
+      res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "public, max-age=31536000, immutable" });
+      return res.end(JSON.stringify(quantizationObject(q)));
+    }
     if (req.method !== "POST" || url.pathname !== "/v1/embeddings") {
       return sendError(res, new DensewireError("not_found", `no route ${req.method} ${url.pathname}`));
     }
@@ -156,9 +211,17 @@ export async function startFakeServer(options: FakeServerOptions = {}): Promise<
     const model = (body["model"] as string | undefined) ?? "fake-model";
     const values = new Float32Array(input.length * d);
     input.forEach((text: string, i) => values.set(fakeEmbedding(text, modelDims).subarray(0, d), i * d));
-    const tensor = fromFloat32(values, [input.length, d], dtype);
+    let quantization: string | undefined;
+    let tensor;
+    if (dtype === "int8" || dtype === "uint8") {
+      const q = rangesFor(d);
+      tensor = quantize({ dtype: "float32", shape: [input.length, d], data: values }, q, dtype);
+      quantization = q.id;
+    } else {
+      tensor = fromFloat32(values, [input.length, d], dtype);
+    }
     const tokens = input.reduce((s: number, t: string) => s + t.split(/\s+/).length, 0);
-    const meta = { model, usage: { prompt_tokens: tokens, total_tokens: tokens } };
+    const meta = { model, usage: { prompt_tokens: tokens, total_tokens: tokens }, ...(quantization === undefined ? {} : { quantization }) };
 
     const format = mode === "openai" ? "json" : ((url.searchParams.get("format") as Format | null) ?? negotiate(req.headers.accept));
     if (format === undefined) {

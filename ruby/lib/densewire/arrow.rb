@@ -28,13 +28,16 @@ module Densewire
     module_function
 
     # ---------------------------------------------------------------- encoding
-    # The stream for +tensor+ (or Embeddings, whose model and usage go into the schema metadata).
-    def encode(tensor, model: nil, usage: nil)
+    # The stream for +tensor+ (or Embeddings, whose model, usage and quantization id go into the
+    # schema metadata).
+    def encode(tensor, model: nil, usage: nil, quantization: nil)
       if tensor.is_a?(Embeddings)
         model ||= tensor.model
         usage ||= tensor.usage
+        quantization ||= tensor.quantization
         tensor = tensor.tensor
       end
+      quantization = Quantization.check!(quantization)
       meta = { "densewire.version" => "1", "densewire.dtype" => tensor.dtype, "densewire.dimensions" => tensor.d.to_s }
       meta["densewire.model"] = model.to_s if model
       if usage
@@ -42,6 +45,7 @@ module Densewire
         meta["densewire.prompt_tokens"] = Integer(usage["prompt_tokens"] || usage[:prompt_tokens] || 0).to_s
         meta["densewire.total_tokens"] = Integer(usage["total_tokens"] || usage[:total_tokens] || 0).to_s
       end
+      meta["densewire.quantization"] = quantization if quantization
       schema = table(0 => [:short, METADATA_V5], 1 => [:ubyte, MESSAGE_SCHEMA],
                      2 => [:offset, table(1 => [:offset, [:tables, [embedding_field(tensor)]]],
                                           2 => [:offset, [:tables, key_values(meta)]])],
@@ -172,7 +176,8 @@ module Densewire
     end
 
     # ---------------------------------------------------------------- decoding
-    # Decodes a stream into Embeddings (model and usage from the schema metadata when present).
+    # Decodes a stream into Embeddings (model, usage and quantization id from the schema metadata
+    # when present).
     def decode(body)
       body = body.to_s.b
       pos = 0
@@ -214,7 +219,8 @@ module Densewire
       raise TruncatedError.new("the stream ends before its schema", offset: body.bytesize) unless schema
 
       tensor = Tensor.new(chunks.join.b, dtype: schema[:dtype], shape: [rows, schema[:d]])
-      Embeddings.new(tensor, model: schema[:model], usage: schema[:usage])
+      Embeddings.new(tensor, model: schema[:model], usage: schema[:usage],
+                             quantization: schema[:quantization])
     end
 
     def read_prefix(body, pos)
@@ -275,7 +281,7 @@ module Densewire
       usage = if meta.key?("densewire.prompt_tokens") || meta.key?("densewire.total_tokens")
                 Usage.new(prompt_tokens: meta["densewire.prompt_tokens"]&.to_i, total_tokens: meta["densewire.total_tokens"]&.to_i)
               end
-      { dtype: dtype, d: d, model: meta["densewire.model"], usage: usage }
+      { dtype: dtype, d: d, model: meta["densewire.model"], usage: usage, quantization: meta["densewire.quantization"] }
     end
 
     def item_dtype(fb, type_id, type, declared)

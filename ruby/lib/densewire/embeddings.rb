@@ -9,14 +9,16 @@ module Densewire
   end
 
   # A decoded embeddings response (or tensor body): the Tensor and, where the format carried them,
-  # the model id and the token usage (nil otherwise).
+  # the model id, the token usage and, for int8/uint8 rows a server quantized, the id of their
+  # quantization ranges (nil otherwise; Densewire::Quantization turns the codes back into floats).
   class Embeddings
-    attr_reader :tensor, :model, :usage
+    attr_reader :tensor, :model, :usage, :quantization
 
-    def initialize(tensor, model: nil, usage: nil)
+    def initialize(tensor, model: nil, usage: nil, quantization: nil)
       @tensor = tensor
       @model = model
       @usage = usage
+      @quantization = quantization
     end
 
     # The rows as Arrays of Ruby numbers (Tensor#rows).
@@ -38,11 +40,13 @@ module Densewire
     end
 
     def ==(other)
-      other.is_a?(Embeddings) && other.tensor == @tensor && other.model == @model && other.usage == @usage
+      other.is_a?(Embeddings) && other.tensor == @tensor && other.model == @model && other.usage == @usage &&
+        other.quantization == @quantization
     end
 
     def inspect
-      "#<Densewire::Embeddings #{@tensor.inspect} model=#{@model.inspect} usage=#{@usage&.to_h.inspect}>"
+      q = @quantization ? " quantization=#{@quantization}" : ""
+      "#<Densewire::Embeddings #{@tensor.inspect} model=#{@model.inspect} usage=#{@usage&.to_h.inspect}#{q}>"
     end
   end
 end

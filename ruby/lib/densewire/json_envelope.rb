@@ -10,15 +10,18 @@ module Densewire
 
     module_function
 
-    # Writes the response for +tensor+ (a Tensor, or Embeddings whose model and usage are used).
-    # Keys come in the spec's order; numbers are the shortest decimals that read back to the same
-    # bits. NaN or infinity with encoding_format "float" raises NonFiniteError naming the item.
-    def encode(tensor, encoding_format: "float", byteorder: "little", model: nil, usage: nil)
+    # Writes the response for +tensor+ (a Tensor, or Embeddings whose model, usage and quantization
+    # are used). Keys come in the spec's order (+quantization+, the id of int8/uint8 rows' ranges,
+    # after dimensions); numbers are the shortest decimals that read back to the same bits. NaN or
+    # infinity with encoding_format "float" raises NonFiniteError naming the item.
+    def encode(tensor, encoding_format: "float", byteorder: "little", model: nil, usage: nil, quantization: nil)
       if tensor.is_a?(Embeddings)
         model ||= tensor.model
         usage ||= tensor.usage
+        quantization ||= tensor.quantization
         tensor = tensor.tensor
       end
+      quantization = Quantization.check!(quantization)
       unless ENCODING_FORMATS.include?(encoding_format.to_s)
         raise InvalidFieldError.new("encoding_format must be \"float\" or \"base64\"", field: "encoding_format")
       end
@@ -32,11 +35,13 @@ module Densewire
       +%({"object":"list","data":[#{data.join(",")}],"model":#{JSON.generate((model || "").to_s)},) <<
         %("usage":{"prompt_tokens":#{Integer(usage["prompt_tokens"] || usage[:prompt_tokens] || 0)},) <<
         %("total_tokens":#{Integer(usage["total_tokens"] || usage[:total_tokens] || 0)}},) <<
-        %("dtype":"#{tensor.dtype}","byteorder":"#{byteorder}","dimensions":#{tensor.d}})
+        %("dtype":"#{tensor.dtype}","byteorder":"#{byteorder}","dimensions":#{tensor.d}) <<
+        (quantization ? %(,"quantization":#{JSON.generate(quantization)}}) : "}")
     end
 
     # Parses a response (SPEC.md section 6.2) into Embeddings. Absent dtype, byteorder and
     # dimensions default to float32, little and the first row's length. Rows are placed by index.
+    # The quantization id of int8/uint8 rows is Embeddings#quantization.
     #
     # Fast path: the Base64 row strings (most of the bytes) are cut out of the text with String#index
     # and only the small rest goes through JSON.parse. Anything unusual there (escapes, a parse error,
@@ -141,7 +146,8 @@ module Densewire
       end
       buf = rows.join # sizes the result once: faster than appending to a String
       tensor = Tensor.new(buf, dtype: dtype, shape: [data.size, d])
-      Embeddings.new(tensor, model: doc["model"].is_a?(String) ? doc["model"] : nil, usage: usage_of(doc["usage"]))
+      Embeddings.new(tensor, model: doc["model"].is_a?(String) ? doc["model"] : nil, usage: usage_of(doc["usage"]),
+                             quantization: Quantization.read_id(doc["quantization"], "quantization"))
     end
 
     # One Base64 row: Ruby's strict C decoder; what it refuses goes through Base64.decode_bytes for

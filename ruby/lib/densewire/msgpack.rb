@@ -2,10 +2,10 @@
 
 module Densewire
   # The MessagePack body of SPEC.md section 8 (application/vnd.msgpack): one map with model, dtype,
-  # shape, data (bin, little-endian) and usage. Uses the msgpack gem (Debian: ruby-msgpack), loaded
+  # shape, data (bin, little-endian), usage and quantization (the id of int8/uint8 rows' ranges). Uses the msgpack gem (Debian: ruby-msgpack), loaded
   # on first use.
   module Msgpack
-    KEY_ORDER = %w[model dtype shape data usage].freeze
+    KEY_ORDER = %w[model dtype shape data usage quantization].freeze
 
     module_function
 
@@ -20,12 +20,14 @@ module Densewire
 
     # The body for +tensor+ (a Tensor, or Embeddings whose model and usage are used). Smallest
     # representations and the spec's key order make it byte-exact.
-    def encode(tensor, model: nil, usage: nil)
+    def encode(tensor, model: nil, usage: nil, quantization: nil)
       if tensor.is_a?(Embeddings)
         model ||= tensor.model
         usage ||= tensor.usage
+        quantization ||= tensor.quantization
         tensor = tensor.tensor
       end
+      quantization = Quantization.check!(quantization)
       map = {}
       map["model"] = utf8(model.to_s) if model
       map["dtype"] = utf8(tensor.dtype)
@@ -36,6 +38,7 @@ module Densewire
         map["usage"] = { "prompt_tokens" => Integer(usage["prompt_tokens"] || usage[:prompt_tokens] || 0),
                          "total_tokens" => Integer(usage["total_tokens"] || usage[:total_tokens] || 0) }
       end
+      map["quantization"] = utf8(quantization) if quantization
       library.pack(map)
     end
 
@@ -160,8 +163,12 @@ module Densewire
 
       Dtype.check_length!(data.bytesize, shape[0] * Dtype.row_bytes(dtype, shape[1]), field: "data")
       model = fields["model"]
+      quantization = fields["quantization"]
+      raise InvalidFieldError.new("not a str", field: "quantization") if fields.key?("quantization") && !str?(quantization)
+
       Embeddings.new(Tensor.new(data, dtype: dtype, shape: shape), model: str?(model) ? model : nil,
-                                                                   usage: usage_of(fields["usage"]))
+                                                                   usage: usage_of(fields["usage"]),
+                                                                   quantization: quantization)
     end
 
     def usage_of(usage)

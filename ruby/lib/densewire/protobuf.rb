@@ -14,16 +14,19 @@ module Densewire
 
     module_function
 
-    # Body of a Tensor message (+message: "Tensor"+) or an EmbeddingsResponse (+model+, +usage+).
+    # Body of a Tensor message (+message: "Tensor"+) or an EmbeddingsResponse (+model+, +usage+,
+    # +quantization+: the id of int8/uint8 rows' ranges).
     # +tensor+ may be Embeddings, whose model and usage are then used.
-    def encode(tensor, message: "Tensor", model: nil, usage: nil)
+    def encode(tensor, message: "Tensor", model: nil, usage: nil, quantization: nil)
       if tensor.is_a?(Embeddings)
         model ||= tensor.model
         usage ||= tensor.usage
+        quantization ||= tensor.quantization
         tensor = tensor.tensor
       end
+      quantization = Quantization.check!(quantization)
       case message.to_s
-      when "Tensor" then tensor_bytes(tensor)
+      when "Tensor" then tensor_bytes(tensor) # a Tensor has no model, usage or quantization
       when "EmbeddingsResponse"
         out = +"".b
         model = model.to_s.b
@@ -38,6 +41,7 @@ module Densewire
           u << varint(2 << 3) << varint(total) unless total.zero?
           out << field_bytes(3, u)
         end
+        out << field_bytes(4, quantization.b) if quantization && !quantization.empty?
         out
       else raise ArgumentError, "message must be one of #{MESSAGES.join(", ")}"
       end
@@ -226,9 +230,10 @@ module Densewire
       model = nil
       tensor = nil
       usage = nil
+      quantization = nil
       while r.more?
         number, wire, at = r.tag
-        wrong_wire(%w[model embeddings usage][number - 1], at) if number.between?(1, 3) && wire != 2
+        wrong_wire(%w[model embeddings usage quantization][number - 1], at) if number.between?(1, 4) && wire != 2
         case number
         when 1
           model = r.bytes(at).force_encoding(Encoding::UTF_8)
@@ -237,12 +242,16 @@ module Densewire
           payload = r.bytes(at)
           tensor = read_tensor(body, r.pos - payload.bytesize, r.pos, "embeddings.")
         when 3 then usage = read_usage(body, r, at)
+        when 4
+          quantization = r.bytes(at).force_encoding(Encoding::UTF_8)
+          raise MalformedError.new("quantization is not valid UTF-8", offset: at) unless quantization.valid_encoding?
         else r.skip(wire, at, number)
         end
       end
       raise InvalidFieldError.new("absent", field: "embeddings") unless tensor
 
-      Embeddings.new(tensor, model: model, usage: usage)
+      quantization = nil if quantization&.empty? # proto3: absent and empty are the same
+      Embeddings.new(tensor, model: model, usage: usage, quantization: quantization)
     end
 
     def read_usage(body, outer, at)

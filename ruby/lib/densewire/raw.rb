@@ -8,14 +8,17 @@ module Densewire
 
     module_function
 
-    # Returns [headers, body] for +tensor+ (a Tensor, or Embeddings whose model and usage are used).
-    # +model+ and +usage+ add the embeddings-response headers.
-    def encode(tensor, model: nil, usage: nil)
+    # Returns [headers, body] for +tensor+ (a Tensor, or Embeddings whose model, usage and
+    # quantization are used). +model+, +usage+ and +quantization+ (int8/uint8 rows' ranges id) add
+    # the embeddings-response headers.
+    def encode(tensor, model: nil, usage: nil, quantization: nil)
       if tensor.is_a?(Embeddings)
         model ||= tensor.model
         usage ||= tensor.usage
+        quantization ||= tensor.quantization
         tensor = tensor.tensor
       end
+      quantization = Quantization.check!(quantization)
       headers = {
         "Densewire-Version" => "1",
         "Densewire-Dtype" => tensor.dtype,
@@ -28,6 +31,7 @@ module Densewire
         headers["Densewire-Prompt-Tokens"] = Integer(usage["prompt_tokens"] || usage[:prompt_tokens] || 0).to_s
         headers["Densewire-Total-Tokens"] = Integer(usage["total_tokens"] || usage[:total_tokens] || 0).to_s
       end
+      headers["Densewire-Quantization"] = quantization if quantization
       [headers, tensor.data]
     end
 
@@ -55,7 +59,8 @@ module Densewire
       expected = shape[0] * Dtype.row_bytes(dtype, shape[1])
       Dtype.check_length!(body.bytesize, expected)
 
-      Embeddings.new(Tensor.new(body, dtype: dtype, shape: shape), model: get.call("Densewire-Model"), usage: usage(get))
+      Embeddings.new(Tensor.new(body, dtype: dtype, shape: shape), model: get.call("Densewire-Model"), usage: usage(get),
+                                                                   quantization: get.call("Densewire-Quantization"))
     end
 
     def usage(get)

@@ -7,16 +7,21 @@ require_relative "fake_tables"
 # answers, in the format negotiated from Accept (or ?format=), with the golden bodies of the
 # envelope cases ("with_model_and_usage" for float32, "binary_with_usage" for dtype binary), with
 # the headers the spec gives; errors are OpenAI envelopes. GET /v1/tables[/NAME] serve the golden
-# tables (FakeTables). +faults+ answer the next requests instead, one each, in order: 429 or 503
-# (with +retry_after+ as Retry-After), 400, :close (the connection closed before any answer), or
-# :ok (passed on).
+# tables (FakeTables). dtype int8/uint8 quantizes the float32 rows with fixed ranges (QUANTIZATION),
+# whose object GET /v1/quantization/ID answers (+quantization_requests+ counts them). +faults+ answer
+# the next requests instead, one each, in order: 429 or 503 (with +retry_after+ as Retry-After), 400,
+# :close (the connection closed before any answer), or :ok (passed on).
 class FakeEmbeddingsServer
   CASES = {
     "float32" => "with_model_and_usage",
     "binary" => "binary_with_usage",
   }.freeze
 
-  attr_reader :http
+  # Ranges of the 3 dimensions of the float32 golden rows ([1, -2.5, 0.1], [3, 0.5, -1]): the second
+  # row's 3 is above its upper bound and is clamped.
+  QUANTIZATION = Densewire::Quantization.new(lower: [-1.0, -2.5, -1.0], upper: [2.0, 0.5, 0.25])
+
+  attr_reader :http, :quantization_requests
   attr_accessor :faults, :retry_after
 
   def initialize(api_key: nil, gzip: false)
@@ -25,6 +30,7 @@ class FakeEmbeddingsServer
     @golden = GoldenFiles.cases("tensors").to_h { |c| [c["id"], c] }
     @tables = FakeTables.new
     @faults = []
+    @quantization_requests = []
     @retry_after = "0"
     @http = TinyHTTPServer.new { |req| fault(req) || handle(req) }
   end
@@ -72,6 +78,15 @@ class FakeEmbeddingsServer
     tables = @tables.handle(req, method(:error))
     return tables if tables
 
+    if req.method == "GET" && path.start_with?("/v1/quantization/")
+      id = path.delete_prefix("/v1/quantization/")
+      @quantization_requests << id
+      return error(404, "not_found", "no quantization #{id}") unless id == QUANTIZATION.id
+
+      return [200, { "Content-Type" => "application/json", "Cache-Control" => "public, max-age=31536000, immutable" },
+              JSON.generate(QUANTIZATION.to_h)]
+    end
+
     return error(404, "not_found", "no route #{path}") unless req.method == "POST" && path == "/v1/embeddings"
     return error(401, "unauthorized", "missing or wrong API key") if @api_key && req.headers["authorization"] != "Bearer #{@api_key}"
 
@@ -84,7 +99,8 @@ class FakeEmbeddingsServer
     return error(422, "invalid_field", "unknown field #{unknown.first}", unknown.first) unless unknown.empty?
 
     dtype = body.fetch("dtype", "float32")
-    return error(422, "invalid_field", "this server has float32 and binary only", "dtype") unless CASES.key?(dtype)
+    quantized = Densewire::Quantization::DTYPES.include?(dtype)
+    return error(422, "invalid_field", "this server has float32, binary, int8 and uint8 only", "dtype") unless CASES.key?(dtype) || quantized
     return error(503, "unavailable", "model warming up") if body["input"] == ["unavailable"]
 
     fmt = begin
@@ -92,14 +108,27 @@ class FakeEmbeddingsServer
     rescue Densewire::NotAcceptableError => e
       return error(406, "not_acceptable", e.message)
     end
-    c = golden(fmt.to_s, dtype)
     headers = { "Content-Type" => Densewire::Media::TYPES[fmt], "Vary" => "Accept, Accept-Encoding" }
-    out = c["encoded_hex"] ? [c["encoded_hex"]].pack("H*") : c["encoded_text"]
-    headers.merge!(c["headers"]) if fmt == :raw
+    if quantized
+      _, extra, out = Densewire::Media.encode_response(quantized_response(dtype), fmt)
+      headers.merge!(extra)
+    else
+      c = golden(fmt.to_s, dtype)
+      out = c["encoded_hex"] ? [c["encoded_hex"]].pack("H*") : c["encoded_text"]
+      headers.merge!(c["headers"]) if fmt == :raw
+    end
     if @gzip && req.headers["accept-encoding"].to_s.include?("gzip")
       out = Zlib.gzip(out)
       headers["Content-Encoding"] = "gzip"
     end
     [200, headers, out]
+  end
+
+  # The float32 golden response's rows quantized to +dtype+, with its model, usage and the id.
+  def quantized_response(dtype)
+    floats = Densewire::Media.decode_response([golden("protobuf", "float32")["encoded_hex"]].pack("H*"),
+                                              content_type: Densewire::Media::TYPES[:protobuf])
+    codes = QUANTIZATION.quantize(floats.tensor, dtype: dtype)
+    Densewire::Embeddings.new(codes, model: floats.model, usage: floats.usage, quantization: QUANTIZATION.id)
   end
 end

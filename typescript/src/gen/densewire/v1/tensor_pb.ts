@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file densewire/v1/tensor.proto.
  */
 export const file_densewire_v1_tensor: GenFile = /*@__PURE__*/
-  fileDesc("ChlkZW5zZXdpcmUvdjEvdGVuc29yLnByb3RvEgxkZW5zZXdpcmUudjEiSQoGVGVuc29yEiIKBWR0eXBlGAEgASgOMhMuZGVuc2V3aXJlLnYxLkRUeXBlEg0KBXNoYXBlGAIgAygEEgwKBGRhdGEYAyABKAwiNAoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoBBIUCgx0b3RhbF90b2tlbnMYAiABKAQicQoSRW1iZWRkaW5nc1Jlc3BvbnNlEg0KBW1vZGVsGAEgASgJEigKCmVtYmVkZGluZ3MYAiABKAsyFC5kZW5zZXdpcmUudjEuVGVuc29yEiIKBXVzYWdlGAMgASgLMhMuZGVuc2V3aXJlLnYxLlVzYWdlKp4BCgVEVHlwZRIVChFEVFlQRV9VTlNQRUNJRklFRBAAEhEKDURUWVBFX0ZMT0FUMzIQARIRCg1EVFlQRV9GTE9BVDE2EAISEgoORFRZUEVfQkZMT0FUMTYQAxIRCg1EVFlQRV9GTE9BVDY0EAQSDgoKRFRZUEVfSU5UOBAFEg8KC0RUWVBFX1VJTlQ4EAYSEAoMRFRZUEVfQklOQVJZEAdCRgoTZGV2LmRlbnNld2lyZS5wcm90b1ABWi1naXRodWIuY29tL2RlbnNld2lyZS9kZW5zZXdpcmUvZ28vZGVuc2V3aXJlcGJiBnByb3RvMw");
+  fileDesc("ChlkZW5zZXdpcmUvdjEvdGVuc29yLnByb3RvEgxkZW5zZXdpcmUudjEiSQoGVGVuc29yEiIKBWR0eXBlGAEgASgOMhMuZGVuc2V3aXJlLnYxLkRUeXBlEg0KBXNoYXBlGAIgAygEEgwKBGRhdGEYAyABKAwiNAoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoBBIUCgx0b3RhbF90b2tlbnMYAiABKAQihwEKEkVtYmVkZGluZ3NSZXNwb25zZRINCgVtb2RlbBgBIAEoCRIoCgplbWJlZGRpbmdzGAIgASgLMhQuZGVuc2V3aXJlLnYxLlRlbnNvchIiCgV1c2FnZRgDIAEoCzITLmRlbnNld2lyZS52MS5Vc2FnZRIUCgxxdWFudGl6YXRpb24YBCABKAkqngEKBURUeXBlEhUKEURUWVBFX1VOU1BFQ0lGSUVEEAASEQoNRFRZUEVfRkxPQVQzMhABEhEKDURUWVBFX0ZMT0FUMTYQAhISCg5EVFlQRV9CRkxPQVQxNhADEhEKDURUWVBFX0ZMT0FUNjQQBBIOCgpEVFlQRV9JTlQ4EAUSDwoLRFRZUEVfVUlOVDgQBhIQCgxEVFlQRV9CSU5BUlkQB0JGChNkZXYuZGVuc2V3aXJlLnByb3RvUAFaLWdpdGh1Yi5jb20vZGVuc2V3aXJlL2RlbnNld2lyZS9nby9kZW5zZXdpcmVwYmIGcHJvdG8z");
 
 /**
  * A row-major (n, d) matrix. data holds n * row_bytes(dtype, d) bytes, little-endian.
@@ -88,6 +88,14 @@ export type EmbeddingsResponse = Message<"densewire.v1.EmbeddingsResponse"> & {
    * @generated from field: densewire.v1.Usage usage = 3;
    */
   usage?: Usage | undefined;
+
+  /**
+   * SPEC.md section 17.4: the id of the ranges an int8 or uint8 response was quantized with; empty
+   * (omitted on the wire) for every other response.
+   *
+   * @generated from field: string quantization = 4;
+   */
+  quantization: string;
 };
 
 /**
