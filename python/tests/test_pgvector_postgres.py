@@ -170,3 +170,22 @@ def test_read_many_rows_in_one_array(conn) -> None:
     got = pgvector.read_vectors(conn, "items", ("id", "embedding"), order_by="id")
     assert got.tensor.array.shape == (5000, 384) and got.tensor.dtype == "float16"
     assert np.array_equal(got.tensor.array, v.astype(np.float16))
+
+
+@pytest.mark.parametrize("n", [3, 4000])
+def test_read_vectors_ends_the_copy_cleanly_or_raises_the_servers_error(conn, n: int) -> None:
+    """A few rows arrive with the end of the COPY in one read (libpq reports the end to the fast loop
+    itself), thousands arrive over many (psycopg's read waits for them): both leave the connection ready
+    for the next query, and an error raised by the server part way through the rows is psycopg's own."""
+    conn.execute("DROP TABLE IF EXISTS items")
+    conn.execute("CREATE TABLE items (id int8, embedding vector(64))")
+    v = RNG.standard_normal((n, 64)).astype(np.float32)
+    pgvector.copy_vectors(conn, "items", ("id", "embedding"), v, np.arange(n))
+    for _ in range(2):
+        got = pgvector.read_vectors(conn, "items", ("id", "embedding"), order_by="id")
+        assert got.ids.tolist() == list(range(n)) and np.array_equal(got.tensor.array, v)
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        pgvector.read_vectors(conn, query=f"SELECT id, CASE WHEN id < {n - 1} THEN embedding "  # the heap's order
+                                          "ELSE (1 / (id - id))::text::vector END FROM items")
+    assert conn.execute("SELECT count(*) FROM items").fetchone() == (n,)
