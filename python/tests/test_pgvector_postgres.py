@@ -189,3 +189,20 @@ def test_read_vectors_ends_the_copy_cleanly_or_raises_the_servers_error(conn, n:
         pgvector.read_vectors(conn, query=f"SELECT id, CASE WHEN id < {n - 1} THEN embedding "  # the heap's order
                                           "ELSE (1 / (id - id))::text::vector END FROM items")
     assert conn.execute("SELECT count(*) FROM items").fetchone() == (n,)
+
+
+def test_copy_leaves_the_connection_non_blocking(conn) -> None:
+    """copy_vectors hands libpq each chunk in blocking mode; psycopg's non-blocking mode is back after a
+    load, and after a load the server refused."""
+    conn.execute("DROP TABLE IF EXISTS items")
+    conn.execute("CREATE TABLE items (id int8, embedding vector(4))")
+    v = RNG.standard_normal((2000, 4)).astype(np.float32)
+    assert conn.pgconn.nonblocking == 1
+    pgvector.copy_vectors(conn, "items", ("id", "embedding"), v, np.arange(2000), rows_per_chunk=300)
+    assert conn.pgconn.nonblocking == 1
+    with pytest.raises(psycopg.errors.DataException):
+        pgvector.copy_vectors(conn, "items", "embedding", np.ones((700, 5), np.float32), rows_per_chunk=300)
+    assert conn.pgconn.nonblocking == 1
+    assert conn.execute("SELECT count(*) FROM items").fetchone() == (2000,)
+    got = pgvector.read_vectors(conn, "items", ("id", "embedding"), order_by="id")
+    assert np.array_equal(got.tensor.array, v)

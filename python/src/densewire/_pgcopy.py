@@ -1,7 +1,8 @@
 """PostgreSQL binary COPY streams of pgvector columns (SPEC.md section 16), vectorised with numpy.
 
-A stream is written from one ``(n, d)`` array in a few array passes (conversion, finiteness check, one
-assignment into a numpy structured array whose fields are the big-endian tuple layout), with no
+A stream is written from one ``(n, d)`` array in a few array passes (conversion, finiteness check, a byte
+swap into an aligned array copied into a numpy structured array whose fields are the big-endian tuple
+layout), with no
 Python loop over rows; tuples whose length varies (NULL or text ids, ``sparsevec``) are laid out padded
 and compacted with one boolean mask. Reading takes the same structured view over the whole stream when
 every tuple has the first one's layout, and otherwise walks the tuples one by one, which also finds the
