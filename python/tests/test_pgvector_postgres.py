@@ -174,9 +174,9 @@ def test_read_many_rows_in_one_array(conn) -> None:
 
 @pytest.mark.parametrize("n", [3, 4000])
 def test_read_vectors_ends_the_copy_cleanly_or_raises_the_servers_error(conn, n: int) -> None:
-    """A few rows arrive with the end of the COPY in one read (libpq reports the end to the fast loop
-    itself), thousands arrive over many (psycopg's read waits for them): both leave the connection ready
-    for the next query, and an error raised by the server part way through the rows is psycopg's own."""
+    """A few rows arrive with the end of the COPY in one read, thousands over many (the loop then waits
+    through psycopg's read): either way the COPY is ended and its result read, so the connection is
+    ready for the next query; an error raised by the server part way through the rows is psycopg's own."""
     conn.execute("DROP TABLE IF EXISTS items")
     conn.execute("CREATE TABLE items (id int8, embedding vector(64))")
     v = RNG.standard_normal((n, 64)).astype(np.float32)
