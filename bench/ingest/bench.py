@@ -7,7 +7,7 @@ into one numpy array with densewire and with pgvector-python's adapter.
     .venv/bin/python bench/ingest/bench.py --n 100000 --d 1536 --rounds 3 --json bench/ingest/results.json
 
 Rounds are interleaved (every method once per round, in a rotated order); each figure is the best and
-the median of its rounds. Client CPU is this process's CPU time (time.process_time) during the load;
+the median of its rounds. Client CPU is this process's CPU time (getrusage, user and system) during the load;
 server CPU is the backend's (utime + stime from /proc/PID/stat, as root or as its user). The PostgreSQL
 cluster is a throw-away one (initdb + pg_ctl, fsync off) with pgvector from scripts/services.sh.
 """
@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import signal
 import statistics
 import subprocess
@@ -54,14 +55,14 @@ class Meter:
         self.pid = pid
 
     def __enter__(self) -> "Meter":
-        self.w, self.t, self.s = time.perf_counter(), os.times(), backend_cpu(self.pid)
+        self.w, self.t, self.s = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), backend_cpu(self.pid)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.wall = time.perf_counter() - self.w
-        t = os.times()
-        self.client_user = t.user - self.t.user  # the client's own work
-        self.client = self.client_user + t.system - self.t.system  # and the kernel's (socket sends) on its behalf
+        t = resource.getrusage(resource.RUSAGE_SELF)  # microseconds (os.times counts 10 ms ticks)
+        self.client_user = t.ru_utime - self.t.ru_utime  # the client's own work
+        self.client = self.client_user + t.ru_stime - self.t.ru_stime  # and the kernel's (socket sends) on its behalf
         self.server = backend_cpu(self.pid) - self.s
 
 
@@ -90,6 +91,15 @@ def load_pgvector_python(conn, table: str, vectors: np.ndarray, ids: np.ndarray,
 def load_densewire(conn, table: str, vectors: np.ndarray, ids: np.ndarray, pg_type: str) -> None:
     dwpg.copy_vectors(conn, table, ("id", "embedding"), vectors, ids, pg_type=pg_type, id_type="int8",
                       progress=False)
+
+
+def load_densewire_copy_write(conn, table: str, vectors: np.ndarray, ids: np.ndarray, pg_type: str) -> None:
+    """The same stream as densewire's, handed to psycopg's ``copy.write`` 512 rows at a time (how
+    ``copy_vectors`` sent it before): what the sending path costs, apart from the encoder."""
+    cols = dwpg.CopyColumns(pg_type, "embedding", "int8")
+    with conn.cursor() as cur, cur.copy(f"COPY {table} (id, embedding) FROM STDIN (FORMAT BINARY)") as copy:
+        for piece in dwpg.iter_copy(vectors, cols, ids, rows_per_chunk=512, reuse_buffer=True):
+            copy.write(piece)
 
 
 def load_server_file(path: str):
@@ -164,7 +174,9 @@ def main() -> int:
                 os.chown(path, *_postgres_ids())
             files[pg_type] = str(path)
         loaders = {"text COPY (pgvector literals)": load_text, "pgvector-python binary COPY write_row": load_pgvector_python,
-                   "densewire binary COPY": load_densewire, "server-side COPY FROM file": None}
+                   "densewire binary COPY": load_densewire,
+                   "densewire stream via psycopg copy.write": load_densewire_copy_write,
+                   "server-side COPY FROM file": None}
         readers = {"densewire read_vectors": read_densewire,
                    "pgvector-python adapter (binary)": read_pgvector_python(True),
                    "pgvector-python adapter (text)": read_pgvector_python(False)}
@@ -206,6 +218,7 @@ def main() -> int:
     summary = save(args.json, info, results)
     print(json.dumps({"machine": info, "summary": summary}, indent=1))
     print(table_md(summary, args.n))
+    print(ratios_md(summary))
     return 0
 
 
@@ -233,6 +246,34 @@ def table_md(summary: dict, n: int) -> str:
         lines.append(f"| {key} | {n / s['wall']['best']:,.0f} | {n / s['wall']['median']:,.0f} | "
                      f"{1e6 * s['client_user_cpu']['median'] / n:,.1f} | {1e6 * s['client_cpu']['median'] / n:,.1f} | "
                      f"{1e6 * s['server_cpu']['median'] / n:,.1f} |")
+    return "\n".join(lines)
+
+
+def ratios_md(summary: dict) -> str:
+    """The issue's targets as ratios of medians (and of bests), per vector type."""
+    lines = ["| ratio | median | best |", "|---|---:|---:|"]
+
+    def row(label: str, num: str, den: str, field: str, invert: bool = False) -> None:
+        if num in summary and den in summary:
+            a, b = summary[num][field], summary[den][field]
+            med, best = (b["median"] / a["median"], b["best"] / a["best"]) if invert else \
+                (a["median"] / b["median"], a["best"] / b["best"])
+            lines.append(f"| {label} | {med:.3f} | {best:.3f} |")
+
+    for t in ("vector", "halfvec"):
+        dw = f"{t} | densewire binary COPY"
+        row(f"{t}: densewire client CPU / pgvector-python's (user + system)", dw,
+            f"{t} | pgvector-python binary COPY write_row", "client_cpu")
+        row(f"{t}: densewire client CPU / pgvector-python's (user)", dw,
+            f"{t} | pgvector-python binary COPY write_row", "client_user_cpu")
+        row(f"{t}: densewire rows/s / server-side COPY FROM file", dw, f"{t} | server-side COPY FROM file", "wall",
+            invert=True)
+        row(f"{t}: densewire rows/s / text COPY", dw, f"{t} | text COPY (pgvector literals)", "wall", invert=True)
+    for other in ("binary", "text"):
+        row(f"read: densewire rows/s / pgvector-python adapter ({other} cursor)", "read | densewire read_vectors",
+            f"read | pgvector-python adapter ({other})", "wall", invert=True)
+        row(f"read: densewire client CPU / pgvector-python adapter's ({other} cursor)", "read | densewire read_vectors",
+            f"read | pgvector-python adapter ({other})", "client_cpu")
     return "\n".join(lines)
 
 

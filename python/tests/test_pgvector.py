@@ -175,3 +175,17 @@ def test_reader_takes_the_fast_path_only_for_uniform_tuples() -> None:
     assert empty.tensor.shape == (0, 5)
     with pytest.raises(densewire.ShapeMismatchError):  # an id column the reader did not expect
         pgvector.decode_copy(pgvector.encode_copy(v, ids=np.arange(50), id_type="int8"))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, 65520.0, -1e6])
+def test_halfvec_refuses_values_that_are_not_finite_in_float16(bad: float) -> None:
+    """Checked on the float16 exponent bits: NaN, infinities, and finite float32 values that round to
+    an infinite float16 (|x| >= 65520) are refused with the row and column; 65504 (the largest) is not."""
+    v = np.ones((5, 4), np.float32)
+    v[3, 2] = bad
+    with pytest.raises(NonFiniteError) as err:
+        pgvector.encode_copy(v, pg_type="halfvec")
+    assert err.value.field == "embedding[3][2]"
+    v[3, 2] = 65504.0
+    back = pgvector.decode_copy(pgvector.encode_copy(v, pg_type="halfvec"), pg_type="halfvec").tensor.array
+    assert back[3, 2] == np.float16(65504.0)

@@ -170,3 +170,39 @@ def test_read_many_rows_in_one_array(conn) -> None:
     got = pgvector.read_vectors(conn, "items", ("id", "embedding"), order_by="id")
     assert got.tensor.array.shape == (5000, 384) and got.tensor.dtype == "float16"
     assert np.array_equal(got.tensor.array, v.astype(np.float16))
+
+
+@pytest.mark.parametrize("n", [3, 4000])
+def test_read_vectors_ends_the_copy_cleanly_or_raises_the_servers_error(conn, n: int) -> None:
+    """A few rows arrive with the end of the COPY in one read, thousands over many (the loop then waits
+    through psycopg's read): either way the COPY is ended and its result read, so the connection is
+    ready for the next query; an error raised by the server part way through the rows is psycopg's own."""
+    conn.execute("DROP TABLE IF EXISTS items")
+    conn.execute("CREATE TABLE items (id int8, embedding vector(64))")
+    v = RNG.standard_normal((n, 64)).astype(np.float32)
+    pgvector.copy_vectors(conn, "items", ("id", "embedding"), v, np.arange(n))
+    for _ in range(2):
+        got = pgvector.read_vectors(conn, "items", ("id", "embedding"), order_by="id")
+        assert got.ids.tolist() == list(range(n)) and np.array_equal(got.tensor.array, v)
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        pgvector.read_vectors(conn, query=f"SELECT id, CASE WHEN id < {n - 1} THEN embedding "  # the heap's order
+                                          "ELSE (1 / (id - id))::text::vector END FROM items")
+    assert conn.execute("SELECT count(*) FROM items").fetchone() == (n,)
+
+
+def test_copy_leaves_the_connection_non_blocking(conn) -> None:
+    """copy_vectors hands libpq each chunk in blocking mode; psycopg's non-blocking mode is back after a
+    load, and after a load the server refused."""
+    conn.execute("DROP TABLE IF EXISTS items")
+    conn.execute("CREATE TABLE items (id int8, embedding vector(4))")
+    v = RNG.standard_normal((2000, 4)).astype(np.float32)
+    assert conn.pgconn.nonblocking == 1
+    pgvector.copy_vectors(conn, "items", ("id", "embedding"), v, np.arange(2000), rows_per_chunk=300)
+    assert conn.pgconn.nonblocking == 1
+    with pytest.raises(psycopg.errors.DataException):
+        pgvector.copy_vectors(conn, "items", "embedding", np.ones((700, 5), np.float32), rows_per_chunk=300)
+    assert conn.pgconn.nonblocking == 1
+    assert conn.execute("SELECT count(*) FROM items").fetchone() == (2000,)
+    got = pgvector.read_vectors(conn, "items", ("id", "embedding"), order_by="id")
+    assert np.array_equal(got.tensor.array, v)

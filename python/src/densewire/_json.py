@@ -11,7 +11,6 @@ the general path (msgspec), which parses everything and names the exact error.
 from __future__ import annotations
 
 import re
-import threading
 
 import msgspec
 import numpy as np
@@ -23,6 +22,7 @@ from ._convert import convert, widen
 from ._errors import (DensewireError, InvalidFieldError, LengthMismatchError, MalformedError,
                       NonFiniteError, ShapeMismatchError)
 from ._coerce import as_embeddings
+from ._outbuf import OutBuffer
 from ._tensor import Embeddings, Tensor, Usage, check_byteorder, check_dtype, row_bytes
 
 __all__ = ["encode_json", "decode_json", "from_openai"]
@@ -64,16 +64,14 @@ def encode_json(emb: Embeddings | Tensor, encoding_format: str = "base64", byteo
 
 
 _CHUNK = 48 << 10  # bytes of tensor per pybase64 call: its output stays small and comes from the heap
-_SCRATCH: list[bytearray] = []  # output buffers kept for the next call (one per concurrent encoder)
-_SCRATCH_LOCK = threading.Lock()
-_SCRATCH_KEEP = 64 << 20  # a buffer larger than this is not kept
 
 
 def _base64_envelope(t: Tensor, byteorder: str, tail: bytes) -> bytes:
-    """The Base64 envelope, written into a reused scratch buffer and returned as one ``bytes``: the
-    only large allocation of a call is the result itself. (Joining a list of parts over one big
-    Base64 string made two; freeing both let glibc give the memory back to the system, so every
-    call, not only the first, paid a page fault per 4 KiB of output.)
+    """The Base64 envelope, written straight into the ``bytes`` it returns (:class:`OutBuffer`): the
+    only large allocation of a call is the result itself, with no scratch buffer to copy from, and
+    on a process's first call its pages are backed in one go rather than faulted in 4 KiB at a time.
+    (Joining a list of parts over one big Base64 string made two large allocations a call, and a
+    reused scratch buffer still left the first call 3.9x a warm one: bench/python/RESULTS-cold-encode.md.)
 
     Rows whose index has the same number of digits lie at a fixed stride, so each such group is one
     2-D numpy view of the buffer: the JSON around the rows is written a column at a time, and the
@@ -90,48 +88,40 @@ def _base64_envelope(t: Tensor, byteorder: str, tail: bytes) -> bytes:
         digits = len(str(hi))
     fixed = len(_PRE1) + len(_PRE2) + w + len(_POST)
     size = len(_HEAD) + len(tail) + sum((hi - lo) * (comma + fixed + nd) for lo, hi, nd, comma in groups)
-    with _SCRATCH_LOCK:
-        buf = _SCRATCH.pop() if _SCRATCH else bytearray()
-    try:
-        if len(buf) < size:
-            buf = bytearray(size)
-        out = np.frombuffer(buf, np.uint8)
-        out[:len(_HEAD)] = _bytes_array(_HEAD)
-        pos = len(_HEAD)
-        per_chunk = max(1, _CHUNK // max(rb, 1))
-        for lo, hi, nd, comma in groups:
-            stride = comma + fixed + nd
-            block = out[pos:pos + (hi - lo) * stride].reshape(hi - lo, stride)  # a view: writes land in buf
-            col = comma
-            if comma:
-                block[:, 0] = 0x2C  # ','
-            block[:, col:col + len(_PRE1)] = _bytes_array(_PRE1)
-            col += len(_PRE1)
-            index = np.arange(lo, hi)
-            for k in range(nd):
-                block[:, col + k] = index // 10 ** (nd - 1 - k) % 10 + 0x30
-            col += nd
-            block[:, col:col + len(_PRE2)] = _bytes_array(_PRE2)
-            col += len(_PRE2)
-            for c0 in range(lo, hi, per_chunk):
-                c1 = min(hi, c0 + per_chunk)
-                if rb % 3 == 0:  # whole Base64 groups: the rows' encodings are one encoding's slices
-                    enc = b64encode(raw[c0 * rb:c1 * rb])
-                else:
-                    enc = b"".join([b64encode(raw[i * rb:(i + 1) * rb]) for i in range(c0, c1)])
-                block[c0 - lo:c1 - lo, col:col + w] = np.frombuffer(enc, np.uint8).reshape(c1 - c0, w)
-            col += w
-            block[:, col:col + len(_POST)] = _bytes_array(_POST)
-            pos += (hi - lo) * stride
-        out[pos:pos + len(tail)] = _bytes_array(tail)
-        pos += len(tail)
-        result = out[:pos].tobytes()
-        del out
-    finally:
-        if len(buf) <= _SCRATCH_KEEP:
-            with _SCRATCH_LOCK:
-                _SCRATCH.append(buf)
-    return result
+    buf = OutBuffer(size)
+    out = buf.array
+    out[:len(_HEAD)] = _bytes_array(_HEAD)
+    pos = len(_HEAD)
+    per_chunk = max(1, _CHUNK // max(rb, 1))
+    for lo, hi, nd, comma in groups:
+        stride = comma + fixed + nd
+        block = out[pos:pos + (hi - lo) * stride].reshape(hi - lo, stride)  # a view: writes land in the result
+        col = comma
+        if comma:
+            block[:, 0] = 0x2C  # ','
+        block[:, col:col + len(_PRE1)] = _bytes_array(_PRE1)
+        col += len(_PRE1)
+        index = np.arange(lo, hi)
+        for k in range(nd):
+            block[:, col + k] = index // 10 ** (nd - 1 - k) % 10 + 0x30
+        col += nd
+        block[:, col:col + len(_PRE2)] = _bytes_array(_PRE2)
+        col += len(_PRE2)
+        for c0 in range(lo, hi, per_chunk):
+            c1 = min(hi, c0 + per_chunk)
+            if rb % 3 == 0:  # whole Base64 groups: the rows' encodings are one encoding's slices
+                enc = b64encode(raw[c0 * rb:c1 * rb])
+            else:
+                enc = b"".join([b64encode(raw[i * rb:(i + 1) * rb]) for i in range(c0, c1)])
+            block[c0 - lo:c1 - lo, col:col + w] = np.frombuffer(enc, np.uint8).reshape(c1 - c0, w)
+        col += w
+        block[:, col:col + len(_POST)] = _bytes_array(_POST)
+        pos += (hi - lo) * stride
+    out[pos:pos + len(tail)] = _bytes_array(tail)
+    if pos + len(tail) != size:  # every byte of the uninitialised result must have been written
+        raise AssertionError(f"envelope of {pos + len(tail)} bytes, {size} planned")
+    out = block = None  # no writable view of the result outlives the call
+    return buf.finish()
 
 
 def _bytes_array(b: bytes) -> np.ndarray:

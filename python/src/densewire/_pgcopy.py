@@ -1,7 +1,8 @@
 """PostgreSQL binary COPY streams of pgvector columns (SPEC.md section 16), vectorised with numpy.
 
-A stream is written from one ``(n, d)`` array in a few array passes (conversion, finiteness check, one
-assignment into a numpy structured array whose fields are the big-endian tuple layout), with no
+A stream is written from one ``(n, d)`` array in a few array passes (conversion, finiteness check, a byte
+swap into an aligned array copied into a numpy structured array whose fields are the big-endian tuple
+layout), with no
 Python loop over rows; tuples whose length varies (NULL or text ids, ``sparsevec``) are laid out padded
 and compacted with one boolean mask. Reading takes the same structured view over the whole stream when
 every tuple has the first one's layout, and otherwise walks the tuples one by one, which also finds the
@@ -111,9 +112,12 @@ def _column_values(t: Tensor, cols: CopyColumns, row0: int) -> np.ndarray:
             a = t.array.astype(np.float32)
     else:
         a = widen(t)  # float32 as is; float16 and bfloat16 exactly
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = a.sum(dtype=np.float32)  # one pass: NaN and infinities make it non-finite (as may an overflow)
-    if not np.isfinite(total) and not (finite := np.isfinite(a)).all():
+    if a.dtype == np.float16:  # numpy's isfinite widens float16 item by item: test the exponent bits instead
+        ok = bool(((a.view(np.uint16) & 0x7C00) != 0x7C00).all())
+    else:
+        ok = bool(np.isfinite(a).all())  # one vectorised pass (half the time of a float32 sum)
+    if not ok:
+        finite = np.isfinite(a)
         r, c = np.unravel_index(int(np.argmin(finite.ravel())), finite.shape)
         raise NonFiniteError(f"{a[r, c]} cannot be stored in a {cols.pg_type} (pgvector refuses NaN and infinity)",
                              field=f"{cols.column}[{row0 + r}][{c}]")
@@ -212,29 +216,57 @@ def encode_tuples(vectors: Tensor | np.ndarray, cols: CopyColumns = CopyColumns(
         fields += [("id_len", ">i4"), ("id", np.dtype(("u1", id_mat.shape[1])))]
     fields += [("len", ">i4"), *head, ("data", data_dt)]
     dt = np.dtype(fields)
-    if buffer is not None and id_len is None and buffer and buffer[0].dtype == dt and len(buffer[0]) >= n:
-        rec = buffer[0][:n]
+    reuse = buffer is not None and id_len is None
+    if reuse and buffer and buffer[0].dtype == dt and len(buffer[0]) >= n:
+        rec = buffer[0][:n]  # its constant fields were written when it was made: they follow from dt
     else:
         rec = np.empty(n, dt)
-        if buffer is not None and id_len is None:
+        if reuse:
             buffer[:] = [rec]
-    rec["count"] = cols.count
+        rec["count"] = cols.count
+        rec["len"] = value_len
+        if cols.pg_type == "bit":
+            rec["bits"] = d
+        else:
+            rec["dim"] = d
+            rec["unused"] = 0
+        if id_mat is not None and id_len is None:
+            rec["id_len"] = id_mat.shape[1]
     if id_mat is not None:
-        rec["id_len"] = id_mat.shape[1] if id_len is None else id_len
+        if id_len is not None:
+            rec["id_len"] = id_len
         rec["id"] = id_mat
-    rec["len"] = value_len
-    if cols.pg_type == "bit":
-        rec["bits"] = d
-    else:
-        rec["dim"] = d
-        rec["unused"] = 0
-    rec["data"] = values  # the byte swap to big-endian happens in this assignment
+    _put_values(rec, values, cols.pg_type, buffer if reuse else None)
     flat = rec.view(np.uint8).reshape(n, rec.dtype.itemsize)
     if id_len is None:
         return memoryview(flat.reshape(-1))
     keep = np.ones(flat.shape, bool)  # drop the id bytes a row does not have (NULL ids, shorter texts)
     keep[:, 6:6 + id_mat.shape[1]] = np.arange(id_mat.shape[1]) < id_len[:, None]
     return memoryview(flat[keep])
+
+
+def _put_values(rec: np.ndarray, values: np.ndarray, pg_type: str, buffer: list | None) -> None:
+    """The vector column's items into ``rec["data"]``, big-endian. A tuple's items start 2 bytes past a
+    4-byte boundary every other row, and numpy byte-swaps into such unaligned strided memory an item at
+    a time; so the swap goes into an aligned array first (numpy's vectorised swap loop) and the swapped
+    bytes are then copied row by row (one memcpy a row). ``buffer`` keeps that array between chunks."""
+    if pg_type == "bit":
+        rec["data"] = values
+        return
+    n = len(rec)
+    item = np.dtype(">f4" if pg_type == "vector" else ">f2")
+    if buffer is not None and len(buffer) > 1 and buffer[1].dtype == item and buffer[1].shape[1:] == values.shape[1:] \
+            and len(buffer[1]) >= n:
+        swapped = buffer[1][:n]
+    else:
+        swapped = np.empty(values.shape, item)
+        if buffer is not None:
+            buffer[1:] = [swapped]
+    np.copyto(swapped, values)
+    offset = rec.dtype.fields["data"][1]
+    flat = rec.view(np.uint8).reshape(n, rec.dtype.itemsize)
+    width = swapped.itemsize * values.shape[1]
+    flat[:, offset:offset + width] = swapped.view(np.uint8).reshape(n, width)
 
 
 def _sparse_tuples(values: np.ndarray, d: int, cols: CopyColumns, id_mat: np.ndarray | None,

@@ -19,11 +19,13 @@ import numpy as np
 
 from ._errors import InvalidFieldError
 from ._optional import missing, require
-from ._pgcopy import ID_TYPES, VECTOR_TYPES, CopyColumns, CopyData, iter_copy
+from ._pgcopy import HEADER, ID_TYPES, TRAILER, VECTOR_TYPES, CopyColumns, CopyData, iter_copy
 from ._pgcopy_read import read_stream
 from ._tensor import Tensor
 
 __all__ = ["CopyStats", "copy_vectors", "read_vectors", "column_types", "quote_ident", "quote_table", "progress_bar"]
+
+COMMAND_OK = 1  # libpq's PGRES_COMMAND_OK (psycopg.pq.ExecStatus.COMMAND_OK)
 
 #: catalog type name -> the name in a COPY's columns (varchar and text share their binary form)
 _TYPE_NAMES = {"vector": "vector", "halfvec": "halfvec", "bit": "bit", "varbit": "bit", "sparsevec": "sparsevec",
@@ -124,16 +126,38 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
     start = time.perf_counter()
     try:
         with conn.cursor() as cur, cur.copy(f"COPY {target} ({col_list}) FROM STDIN (FORMAT BINARY)") as copy:
-            for k, piece in enumerate(iter_copy(t, layout, ids, rows_per_chunk=rows_per_chunk, reuse_buffer=True)):
-                copy.write(piece)
-                sent += memoryview(piece).nbytes
-                if k and done < t.n:  # a chunk of tuples (not the header, not the trailer)
-                    step = min(rows_per_chunk, t.n - done)
-                    done += step
-                    update(step)
+            copy.write(HEADER)  # through psycopg, which then knows that the stream carries its own signature
+            sent += len(HEADER)
+            for piece in iter_copy(t, layout, ids, rows_per_chunk=rows_per_chunk, header=False, trailer=False,
+                                   reuse_buffer=True):
+                _put_copy_data(conn, piece)
+                sent += piece.nbytes
+                step = min(rows_per_chunk, t.n - done)
+                done += step
+                update(step)
+            copy.write(TRAILER)
+            sent += len(TRAILER)
     finally:
         close()
     return CopyStats(t.n, sent, time.perf_counter() - start)
+
+
+def _put_copy_data(conn: Any, data: memoryview) -> None:
+    """One chunk of tuples to libpq in one ``PQputCopyData`` call, with the connection in blocking mode.
+
+    psycopg's ``copy.write`` hands libpq 128 KiB at a time on its non-blocking connection and flushes
+    every 1 MiB; each time the socket takes only part of libpq's buffer (a Unix socket takes about
+    200 KiB), libpq moves the unsent rest to the buffer's start, so up to a megabyte is copied again
+    per send. In blocking mode libpq sends the whole chunk in its own loop (waiting on the socket in C,
+    and reading any notice the server sends meanwhile, so neither side can stall the other) and moves
+    only the last few KiB: one copy of the chunk into libpq's buffer is all the client does. The
+    connection is non-blocking again afterwards, whatever happens."""
+    pgconn = conn.pgconn
+    pgconn.nonblocking = 0
+    try:
+        pgconn.put_copy_data(data)  # 1, or psycopg raises OperationalError (0 means "retry" only when non-blocking)
+    finally:
+        pgconn.nonblocking = 1
 
 
 def read_vectors(conn: Any, table: str | None = None, columns: str | Sequence[str] = "embedding", *,
@@ -154,9 +178,43 @@ def read_vectors(conn: Any, table: str | None = None, columns: str | Sequence[st
         raise InvalidFieldError(f"the query returns {len(types)} columns; it needs the vector column, or an id "
                                 "column and the vector column", field="query")
     layout = _copy_columns(types, None, None)
-    pieces = []  # one CopyData message a row: joined once (growing one buffer would copy it again and again)
     with conn.cursor() as cur, cur.copy(f"COPY ({query}) TO STDOUT (FORMAT BINARY)") as copy:
-        for data in copy:
-            pieces.append(bytes(data))
-    return read_stream(memoryview(b"".join(pieces)), layout, d)
+        stream = _read_copy_out(conn, copy)
+    return read_stream(memoryview(stream), layout, d)
+
+
+def _read_copy_out(conn: Any, copy: Any) -> bytearray:
+    """The whole output of a started ``COPY ... TO STDOUT``, in one buffer.
+
+    The server sends one CopyData message a row. psycopg's ``copy.read()`` hands each over through a
+    generator and a wait call; here the rows libpq already holds are taken straight from its
+    connection (``pgconn.get_copy_data`` without waiting) and appended to one ``bytearray`` (it grows
+    by reallocation: glibc moves large blocks by remapping pages, not by copying them). Only when libpq
+    holds no complete row does ``copy.read()`` wait for the next one, so waiting, interruption and the
+    end of the COPY stay psycopg's; if libpq reports the end itself, its final result is read here."""
+    pgconn = conn.pgconn
+    out = bytearray()
+    while True:
+        nbytes, data = pgconn.get_copy_data(1)  # 1: never block; 0 when no whole message is buffered
+        if nbytes > 0:
+            out += data
+        elif nbytes == 0:
+            data = copy.read()  # waits for the next row; b"" once the COPY has ended (and is finished)
+            if not data:
+                return out
+            out += data
+        else:  # -1: the COPY ended within what libpq had buffered; its result follows
+            _finish_copy_out(conn)
+            return out
+
+
+def _finish_copy_out(conn: Any) -> None:
+    pgconn = conn.pgconn
+    failed = None
+    while (res := pgconn.get_result()) is not None:  # already received with the end of the COPY
+        if res.status != COMMAND_OK and failed is None:
+            failed = res
+    if failed is not None:
+        errors = require("psycopg", extra="serve", feature="reading pgvector columns").errors
+        raise errors.error_from_result(failed, encoding=conn.info.encoding)
 
