@@ -17,8 +17,8 @@ import (
 )
 
 // The golden vectors of SPEC.md section 13: ONE data-driven test over testdata/golden/{tensors,
-// conversions,invalid,interop,tables,pgcopy}.json, one subtest per case id (tables:
-// table_golden_test.go; pgcopy: pgcopy_test.go). Every case Go claims (capabilities.json,
+// conversions,invalid,interop,tables,pgcopy,quantization}.json, one subtest per case id (tables:
+// table_golden_test.go; pgcopy: pgcopy_test.go; quantization: quantize_golden_test.go). Every case Go claims (capabilities.json,
 // capabilities_test.go) runs: a format or direction this library did not handle would fail here;
 // the cases of unclaimed features are logged, not run.
 
@@ -103,7 +103,7 @@ func goldenDir(tb testing.TB) string {
 // it equal to SPEC.md's.
 const implementedSpecVersion = "1.3"
 
-var goldenFiles = []string{"tensors", "conversions", "invalid", "interop", "tables", "pgcopy"}
+var goldenFiles = []string{"tensors", "conversions", "invalid", "interop", "tables", "pgcopy", "quantization"}
 
 func loadGolden(tb testing.TB) []goldenCase {
 	tb.Helper()
@@ -155,6 +155,12 @@ func TestGolden(t *testing.T) {
 				checkConversion(t, &c)
 			case "invalid":
 				checkInvalid(t, &c)
+			case "quantization":
+				if c.Direction != "" {
+					checkInvalidQuantization(t, &c)
+				} else {
+					checkQuantization(t, &c)
+				}
 			case "pgcopy":
 				if c.Direction != "" {
 					checkInvalidPgcopy(t, &c)
