@@ -483,12 +483,28 @@ func copyValues(t *Tensor, c *CopyColumns, row0 int) ([]byte, *Error) {
 		v, _ := t.Float32() // float16 and bfloat16 widen exactly, float64 rounds by section 3.3
 		out = Float32Bytes(v)
 	}
-	for i := 0; i+4 <= len(out); i += 4 {
-		if w := binary.LittleEndian.Uint32(out[i:]); w&0x7f800000 == 0x7f800000 {
-			return nil, nonFiniteAt(c, row0, i/4, d, float64(f32frombits(w)))
-		}
+	if i := firstNonFinite32(out); i >= 0 {
+		return nil, nonFiniteAt(c, row0, i, d, float64(f32frombits(binary.LittleEndian.Uint32(out[4*i:]))))
 	}
 	return out, nil
+}
+
+// firstNonFinite32 is the index of the first NaN or infinity of little-endian float32 data, or -1;
+// two items a step (an all-ones exponent leaves a zero lane in (w & exp) ^ exp).
+func firstNonFinite32(b []byte) int {
+	const exp = 0x7f800000_7f800000
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if x := binary.LittleEndian.Uint64(b[i:])&exp ^ exp; uint32(x) == 0 || x>>32 == 0 {
+			break
+		}
+	}
+	for ; i+4 <= len(b); i += 4 {
+		if binary.LittleEndian.Uint32(b[i:])&0x7f800000 == 0x7f800000 {
+			return i / 4
+		}
+	}
+	return -1
 }
 
 func nonFiniteAt(c *CopyColumns, row0, item, d int, v float64) *Error {
