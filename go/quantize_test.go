@@ -304,10 +304,6 @@ func TestLiveQuantized(t *testing.T) {
 		for _, format := range []densewire.Format{densewire.FormatRaw, densewire.FormatMsgpack, densewire.FormatProtobuf, densewire.FormatJSON} {
 			client.Formats = []densewire.Format{format}
 			codes, meta, err := client.Embed(ctx, &densewire.EmbeddingsRequest{Input: input, DType: dtype})
-			var e *densewire.Error
-			if errors.As(err, &e) && e.Status == http.StatusUnprocessableEntity && e.Field == "dtype" {
-				t.Skipf("the server does not quantize (a densewire serve before SPEC 1.3 section 17): %v", err)
-			}
 			if err != nil {
 				t.Fatalf("%s %s: %v", dtype, format, err)
 			}
