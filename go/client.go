@@ -50,8 +50,13 @@ type EmbeddingsRequest struct {
 	Model      string   // "" means the server's default model
 	Dimensions int      // 0 means the model's
 	// DType asks the server for this element type; 0 or Float32 sends nothing (the default), so
-	// that requests stay valid for OpenAI-compatible servers.
+	// that requests stay valid for OpenAI-compatible servers. Int8 and Uint8 answers carry the
+	// quantization id of their ranges in Meta.Quantization (SPEC.md section 17).
 	DType DType
+	// Dequantize, with DType Int8 or Uint8, returns float32 rows: the codes dequantized with the
+	// ranges the answer's quantization id names (fetched once per id: Client.Quantization). The
+	// wire carries the 1-byte codes; Meta.Quantization still names the ranges.
+	Dequantize bool
 	// Truncate false asks the server to reject over-long inputs instead of cutting them.
 	Truncate *bool
 	User     string
@@ -106,6 +111,9 @@ func (c *Client) Embed(ctx context.Context, req *EmbeddingsRequest) (*Tensor, *M
 	if req.DType != 0 && !req.DType.Valid() {
 		return nil, nil, newError(UnknownDType, "dtype", -1, "invalid dtype "+req.DType.String())
 	}
+	if req.Dequantize && req.DType != Int8 && req.DType != Uint8 {
+		return nil, nil, newError(InvalidField, "dtype", -1, "Dequantize needs DType int8 or uint8, not "+req.DType.String())
+	}
 	accept, err := c.Accept()
 	if err != nil {
 		return nil, nil, err
@@ -138,6 +146,11 @@ func (c *Client) Embed(ctx context.Context, req *EmbeddingsRequest) (*Tensor, *M
 			if t.N != len(batch) {
 				return newError(ShapeMismatch, "data", -1, fmt.Sprintf("the server answered %d rows for %d inputs", t.N, len(batch)))
 			}
+			if req.Dequantize {
+				if t, err = c.dequantizeAnswer(gctx, t, meta); err != nil {
+					return err
+				}
+			}
 			results[i] = result{t, meta}
 			return nil
 		})
@@ -157,7 +170,12 @@ func (c *Client) Embed(ctx context.Context, req *EmbeddingsRequest) (*Tensor, *M
 				i, r.t.N, r.t.D, r.t.DType, first.N, first.D, first.DType))
 		}
 		total += len(r.t.Data)
+		if q, q0 := orEmpty(r.meta).Quantization, orEmpty(results[0].meta).Quantization; q != q0 {
+			return nil, nil, newError(InvalidField, "quantization", -1, fmt.Sprintf("batch %d was quantized with %q, batch 0 with %q",
+				i, q, q0))
+		}
 		if r.meta != nil {
+			meta.Quantization = r.meta.Quantization
 			if meta.Model == "" {
 				meta.Model = r.meta.Model
 			}

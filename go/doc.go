@@ -47,6 +47,26 @@
 // [Client.ListTables] call GET /v1/tables/{name} and GET /v1/tables with content negotiation,
 // zstd/br/gzip decompression and ETag revalidation.
 //
+// # Quantized embeddings
+//
+// A server answers int8 and uint8 embeddings quantized with per-dimension ranges it publishes
+// under a quantization id (SPEC.md section 17), which every decoder returns in
+// [Meta].Quantization. [Dequantize] turns the codes back into float32 with the ranges, [Quantize]
+// quantizes by the same rule (and [QuantizeValue], [DequantizeValue] one value),
+// [QuantizationID] names a pair of ranges, [ParseQuantization] reads a published object
+// ([Quantization]); [Client.Quantization] fetches one (GET /v1/quantization/{id}, cached by id),
+// and [EmbeddingsRequest].Dequantize has [Client.Embed] answer float32 from int8 or uint8 codes.
+// [OffsetBinary] reads packed bits as Cohere's "binary" type.
+//
+// # PostgreSQL binary COPY
+//
+// [EncodeCopy] writes the stream of COPY table (id, embedding) FROM STDIN (FORMAT BINARY) from a
+// tensor, for a pgvector vector, halfvec, bit or sparsevec column ([CopyColumns], [PgType]) after
+// an optional int8, int4, text or uuid id column ([CopyIDs]); [NewCopyReader] streams it a chunk of
+// rows at a time as an io.Reader (pgx: conn.PgConn().CopyFrom(ctx, reader, [CopyFromSQL](table,
+// cols))); [AppendCopyTuples] writes the tuples alone. [DecodeCopy] reads COPY ... TO STDOUT
+// (FORMAT BINARY) back into one tensor and the ids (SPEC.md section 16).
+//
 // # HTTP
 //
 // [Client] calls POST /v1/embeddings on a densewire or OpenAI-compatible server: it splits the

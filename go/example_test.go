@@ -1,8 +1,10 @@
 package densewire_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -10,6 +12,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	densewire "github.com/densewire/densewire/go"
 	_ "github.com/densewire/densewire/go/arrowipc" // registers the Arrow codec
@@ -226,4 +230,101 @@ func ExampleDecodeTableCSV() {
 	// Output:
 	// 7c9e6679-7425-40de-944b-e07fc1f90ae7 a, b 2 [0.5 -1]
 	// densewire: line 2, id: "not-a-uuid" is not a uuid
+}
+
+func ExampleEncodeCopy() {
+	vectors, _ := densewire.FromRows([][]float32{{1, -2.5}, {0.5, 3}}, densewire.Float32)
+	cols := densewire.CopyColumns{Type: densewire.PgHalfvec, IDType: densewire.PgInt8} // id int8, embedding halfvec(2)
+	stream, err := densewire.EncodeCopy(vectors, cols, &densewire.CopyIDs{Ints: []int64{7, 8}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(stream), densewire.CopyFromSQL("items", cols))
+
+	data, err := densewire.DecodeCopy(stream, cols) // what COPY ... TO STDOUT (FORMAT BINARY) sends
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, _ := data.Tensor.Float32()
+	fmt.Println(data.Tensor.DType, data.IDs.Ints, v)
+
+	bad, _ := densewire.FromRows([][]float32{{1, 2}, {3, 70000}}, densewire.Float32)
+	_, err = densewire.EncodeCopy(bad, cols, &densewire.CopyIDs{Ints: []int64{7, 8}})
+	fmt.Println(err)
+	// Output:
+	// 73 COPY "items" ("id", "embedding") FROM STDIN (FORMAT BINARY)
+	// float16 [7 8] [1 -2.5 0.5 3]
+	// densewire: embedding[1][1]: +Inf cannot be stored in a halfvec (pgvector refuses NaN and infinity)
+}
+
+// copyVectorsWithPgx is the README's pgx example; TestPgxReadmeExample runs it against a real
+// PostgreSQL with pgvector.
+func copyVectorsWithPgx(ctx context.Context, conn *pgx.Conn, vectors *densewire.Tensor, ids []int64) (*densewire.CopyData, error) {
+	cols := densewire.CopyColumns{Type: densewire.PgVector, IDType: densewire.PgInt8}
+	// COPY "items" ("id", "embedding") FROM STDIN (FORMAT BINARY), 4096 rows at a time, each
+	// chunk checked before it is sent: a NaN aborts the COPY and PostgreSQL keeps no row.
+	reader := densewire.NewCopyReader(vectors, cols, &densewire.CopyIDs{Ints: ids}, 4096)
+	if _, err := conn.PgConn().CopyFrom(ctx, reader, densewire.CopyFromSQL("items", cols)); err != nil {
+		return nil, err
+	}
+
+	var buf bytes.Buffer
+	sql := "COPY (SELECT id, embedding FROM items ORDER BY id) TO STDOUT (FORMAT BINARY)"
+	if _, err := conn.PgConn().CopyTo(ctx, &buf, sql); err != nil {
+		return nil, err
+	}
+	return densewire.DecodeCopy(buf.Bytes(), cols) // data.Tensor: (n, 384) float32, data.IDs.Ints
+}
+
+func ExampleEmbeddingsRequest_dequantize() {
+	// A server that answers int8 codes with the quantization id of its ranges, and publishes the
+	// ranges at GET /v1/quantization/{id}; here an in-process one.
+	lower, upper := []float32{-1, -0.5, 0, -0.25}, []float32{1, 0.5, 1, 0.75}
+	q := &densewire.Quantization{ID: densewire.QuantizationID(lower, upper), Method: densewire.QuantizationMethod,
+		Dimensions: 4, Lower: lower, Upper: upper}
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/quantization/"+q.ID {
+			json.NewEncoder(w).Encode(q)
+			return
+		}
+		x, _ := densewire.FromRows([][]float32{{0, 0.1, 0.5, -0.1}}, densewire.Float32)
+		codes, _ := densewire.Quantize(x, lower, upper, densewire.Int8)
+		densewire.WriteTensor(w, r, codes, &densewire.Meta{Model: "m", Quantization: q.ID}, nil)
+	}))
+	defer server.Close()
+
+	ctx := context.Background()
+	client := &densewire.Client{BaseURL: server.URL}
+	codes, meta, err := client.Embed(ctx, &densewire.EmbeddingsRequest{Input: []string{"a text"}, DType: densewire.Int8})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(codes.DType, len(codes.Data), "bytes,", meta.Quantization) // 1 byte per dimension on the wire
+
+	// the same codes dequantized with the ranges the id names (fetched once per id, then cached)
+	vectors, _, err := client.Embed(ctx, &densewire.EmbeddingsRequest{Input: []string{"a text"}, DType: densewire.Int8, Dequantize: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, _ := vectors.Float32()
+	fmt.Println(vectors.DType, v)
+	// Output:
+	// int8 4 bytes, 455fc59476466b04
+	// float32 [0 0.101960786 0.5 -0.09901961]
+}
+
+func ExampleDequantize() {
+	lower, upper := []float32{-1, -0.5, 0, -0.25}, []float32{1, 0.5, 1, 0.75} // a server's published ranges
+	codes, _ := densewire.NewTensor(densewire.Uint8, 1, 4, []byte{0, 128, 255, 64})
+	x, err := densewire.Dequantize(codes, lower, upper) // float32(lower + (u + 0.5) * step), step = (upper - lower) / 255
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, _ := x.Float32()
+	fmt.Println(v, densewire.QuantizationID(lower, upper))
+	back, _ := densewire.Quantize(x, lower, upper, densewire.Uint8) // floor((x - lower) / step), clamped to 0..255
+	fmt.Println(back.Data)
+	// Output:
+	// [-0.99607843 0.003921569 1.0019608 0.0029411765] 455fc59476466b04
+	// [0 128 255 64]
 }

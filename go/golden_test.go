@@ -17,9 +17,10 @@ import (
 )
 
 // The golden vectors of SPEC.md section 13: ONE data-driven test over testdata/golden/{tensors,
-// conversions,invalid,interop,tables}.json, one subtest per case id (tables: table_golden_test.go). Every
-// case Go claims (capabilities.json, capabilities_test.go) runs: a format or direction this library did
-// not handle would fail here; the cases of unclaimed features are logged, not run.
+// conversions,invalid,interop,tables,pgcopy,quantization}.json, one subtest per case id (tables:
+// table_golden_test.go; pgcopy: pgcopy_test.go; quantization: quantize_golden_test.go). Every case Go claims (capabilities.json,
+// capabilities_test.go) runs: a format or direction this library did not handle would fail here;
+// the cases of unclaimed features are logged, not run.
 
 type goldenUsage struct {
 	PromptTokens uint64 `json:"prompt_tokens"`
@@ -58,6 +59,22 @@ type goldenCase struct {
 	Rows           *int           `json:"rows"`
 	Columns        []goldenColumn `json:"columns"`
 	ColumnEncoding string         `json:"column_encoding"`
+	// PostgreSQL binary COPY (SPEC.md section 16; pgcopy_test.go)
+	PgType     string    `json:"pg_type"`
+	IDs        []*string `json:"ids"`
+	ValueDType string    `json:"value_dtype"`
+	Values     []string  `json:"values"`
+	// quantized embeddings (SPEC.md section 17; quantize_golden_test.go)
+	Operation    string   `json:"operation"`
+	Lower        []string `json:"lower"`
+	Upper        []string `json:"upper"`
+	Uint8        []string `json:"uint8"`
+	Int8         []string `json:"int8"`
+	Codes        []string `json:"codes"`
+	Binary       []string `json:"binary"`
+	CohereBinary []string `json:"cohere_binary"`
+	Dimensions   int      `json:"dimensions"`
+	Quantization string   `json:"quantization"`
 
 	file string
 }
@@ -86,7 +103,7 @@ func goldenDir(tb testing.TB) string {
 // it equal to SPEC.md's.
 const implementedSpecVersion = "1.3"
 
-var goldenFiles = []string{"tensors", "conversions", "invalid", "interop", "tables"}
+var goldenFiles = []string{"tensors", "conversions", "invalid", "interop", "tables", "pgcopy", "quantization"}
 
 func loadGolden(tb testing.TB) []goldenCase {
 	tb.Helper()
@@ -138,6 +155,18 @@ func TestGolden(t *testing.T) {
 				checkConversion(t, &c)
 			case "invalid":
 				checkInvalid(t, &c)
+			case "quantization":
+				if c.Direction != "" {
+					checkInvalidQuantization(t, &c)
+				} else {
+					checkQuantization(t, &c)
+				}
+			case "pgcopy":
+				if c.Direction != "" {
+					checkInvalidPgcopy(t, &c)
+				} else {
+					checkPgcopy(t, &c)
+				}
 			case "tables":
 				if c.Direction != "" {
 					checkInvalidTable(t, &c)
@@ -210,10 +239,10 @@ func expected(t testing.TB, c *goldenCase) *densewire.Tensor {
 
 // expectedMeta is the meta of an envelope case, nil for a bare tensor.
 func expectedMeta(c *goldenCase) *densewire.Meta {
-	if c.Model == nil && c.Usage == nil {
+	if c.Model == nil && c.Usage == nil && c.Quantization == "" {
 		return nil
 	}
-	m := &densewire.Meta{}
+	m := &densewire.Meta{Quantization: c.Quantization}
 	if c.Model != nil {
 		m.Model = *c.Model
 	}

@@ -29,7 +29,7 @@ type JSONOptions struct {
 // reads back to the same bits in the tensor's dtype (integers for int8 and uint8, the packed bytes
 // for binary); a NaN or infinity is a NonFinite error naming the element (data[i].embedding[j]).
 // With EncodingBase64 each row is the Base64 of its bytes in opts.ByteOrder. A nil meta writes an
-// empty model and zero usage.
+// empty model and zero usage; a meta's Quantization, when not "", is written after dimensions.
 func EncodeJSON(t *Tensor, meta *Meta, opts JSONOptions) ([]byte, error) {
 	size := 256
 	if opts.EncodingFormat == EncodingBase64 {
@@ -38,7 +38,7 @@ func EncodeJSON(t *Tensor, meta *Meta, opts JSONOptions) ([]byte, error) {
 		size += t.N*48 + t.N*t.DType.rowItems(t.D)*12
 	}
 	if meta != nil {
-		size += len(meta.Model)
+		size += len(meta.Model) + len(meta.Quantization)
 	}
 	return AppendJSON(make([]byte, 0, size), t, meta, opts)
 }
@@ -103,6 +103,10 @@ func AppendJSON(dst []byte, t *Tensor, meta *Meta, opts JSONOptions) ([]byte, er
 	dst = append(dst, order.String()...)
 	dst = append(dst, `","dimensions":`...)
 	dst = strconv.AppendInt(dst, int64(t.D), 10)
+	if meta.Quantization != "" {
+		dst = append(dst, `,"quantization":`...)
+		dst = appendJSONString(dst, meta.Quantization)
+	}
 	return append(dst, '}'), nil
 }
 

@@ -14,7 +14,7 @@ import (
 // DecodeJSON decodes a JSON embeddings response (SPEC.md section 6.2): rows placed by index, each
 // an array of numbers or a Base64 string (in the response's byteorder). Absent densewire fields
 // default as OpenAI implies (dtype float32, byteorder little, d from the first row). Unknown keys are
-// ignored. The meta is never nil.
+// ignored. The meta is never nil; its Quantization is the quantization key (SPEC.md section 17.5).
 //
 // Errors: text that is not JSON, or NaN/Infinity tokens: Malformed at the byte offset; data missing
 // or not an array, an embedding of the wrong type, dimensions not a non-negative integer:
@@ -42,12 +42,13 @@ type jsonEnvelope struct {
 	isArray                                    bool
 	rows                                       []jsonRow
 	model, usage, dtype, byteorder, dimensions span
+	quantization                               span
 }
 
 // scanEnvelope validates the text and records the spans of the values DecodeJSON needs.
 func scanEnvelope(body []byte) (*jsonEnvelope, *Error) {
 	p := &jsonScanner{b: body}
-	env := &jsonEnvelope{data: noSpan, model: noSpan, usage: noSpan, dtype: noSpan, byteorder: noSpan, dimensions: noSpan}
+	env := &jsonEnvelope{data: noSpan, model: noSpan, usage: noSpan, dtype: noSpan, byteorder: noSpan, dimensions: noSpan, quantization: noSpan}
 	if c := p.peek(); c != '{' {
 		if _, err := p.value(0); err != nil {
 			return nil, err
@@ -104,6 +105,8 @@ func scanEnvelope(body []byte) (*jsonEnvelope, *Error) {
 			env.byteorder, err = p.value(depth)
 		case "dimensions":
 			env.dimensions, err = p.value(depth)
+		case "quantization":
+			env.quantization, err = p.value(depth)
 		default:
 			_, err = p.value(depth)
 		}
@@ -194,6 +197,13 @@ func decodeJSON(body []byte) (*Tensor, *Meta, *Error) {
 		if err := decodeUsage(body, env.usage, meta); err != nil {
 			return nil, nil, err
 		}
+	}
+	if !isNull(body, env.quantization) {
+		s, ok := jsonString(body, env.quantization)
+		if !ok {
+			return nil, nil, newError(InvalidField, "quantization", env.quantization.start, "quantization is not a string")
+		}
+		meta.Quantization = s
 	}
 	dtype := Float32
 	if !isNull(body, env.dtype) {

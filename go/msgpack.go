@@ -14,11 +14,12 @@ import (
 // the remaining input, from which the byte offsets of errors follow.
 
 // EncodeMsgpack returns the MessagePack body of a tensor: a map of dtype, shape and data, or with a
-// non-nil meta the embeddings response of model, dtype, shape, data and usage.
+// non-nil meta the embeddings response of model, dtype, shape, data, usage and (when the meta has
+// one) quantization.
 func EncodeMsgpack(t *Tensor, meta *Meta) []byte {
 	size := len(t.Data) + 64
 	if meta != nil {
-		size += len(meta.Model) + 64
+		size += len(meta.Model) + len(meta.Quantization) + 80
 	}
 	return AppendMsgpack(make([]byte, 0, size), t, meta)
 }
@@ -26,7 +27,11 @@ func EncodeMsgpack(t *Tensor, meta *Meta) []byte {
 // AppendMsgpack appends the MessagePack body of EncodeMsgpack to dst.
 func AppendMsgpack(dst []byte, t *Tensor, meta *Meta) []byte {
 	if meta != nil {
-		dst = msgp.AppendMapHeader(dst, 5)
+		keys := uint32(5)
+		if meta.Quantization != "" {
+			keys++
+		}
+		dst = msgp.AppendMapHeader(dst, keys)
 		dst = msgp.AppendString(dst, "model")
 		dst = msgp.AppendString(dst, meta.Model)
 	} else {
@@ -47,17 +52,21 @@ func AppendMsgpack(dst []byte, t *Tensor, meta *Meta) []byte {
 		dst = msgp.AppendUint64(dst, meta.PromptTokens)
 		dst = msgp.AppendString(dst, "total_tokens")
 		dst = msgp.AppendUint64(dst, meta.TotalTokens)
+		if meta.Quantization != "" {
+			dst = msgp.AppendString(dst, "quantization")
+			dst = msgp.AppendString(dst, meta.Quantization)
+		}
 	}
 	return dst
 }
 
 // DecodeMsgpack decodes a MessagePack body (SPEC.md section 8). Keys may come in any order,
 // integers in any width, unknown keys are skipped. The tensor's Data aliases body. The meta is
-// non-nil when the body has a model or usage key.
+// non-nil when the body has a model, usage or quantization key.
 //
 // Errors: the body is not a map, a key is not a str, or bytes follow the map: Malformed at the
 // offending offset; the body ends early: Truncated at len(body); data missing or not bin:
-// InvalidField on "data"; shape missing or not two non-negative integers: InvalidField on "shape";
+// InvalidField on "data"; quantization not a str (nor nil): InvalidField on "quantization"; shape missing or not two non-negative integers: InvalidField on "shape";
 // dtype missing or not a str: InvalidField on "dtype", an unknown name: UnknownDType; data of the
 // wrong length: LengthMismatch on "data".
 func DecodeMsgpack(body []byte) (*Tensor, *Meta, error) {
@@ -155,6 +164,23 @@ func decodeMsgpack(body []byte) (*Tensor, *Meta, *Error) {
 				meta = &Meta{}
 			}
 			meta.Model, r.b = string(v), rest
+		case "quantization":
+			if msgp.IsNil(r.b) { // nil: no id, as when the key is absent
+				rest, err := msgp.ReadNilBytes(r.b)
+				if err != nil {
+					return nil, nil, r.fail(err, valOff, InvalidField, "quantization", "quantization is not a str")
+				}
+				r.b = rest
+				break
+			}
+			v, rest, err := msgp.ReadStringZC(r.b)
+			if err != nil {
+				return nil, nil, r.fail(err, valOff, InvalidField, "quantization", "quantization is not a str")
+			}
+			if meta == nil {
+				meta = &Meta{}
+			}
+			meta.Quantization, r.b = string(v), rest
 		case "usage":
 			if meta == nil {
 				meta = &Meta{}

@@ -24,6 +24,7 @@ const (
 	pbRespModel      protowire.Number = 1
 	pbRespEmbeddings protowire.Number = 2
 	pbRespUsage      protowire.Number = 3
+	pbRespQuant      protowire.Number = 4
 	pbUsagePrompt    protowire.Number = 1
 	pbUsageTotal     protowire.Number = 2
 )
@@ -49,12 +50,13 @@ func pbUsageSize(meta *Meta) int {
 }
 
 // EncodeProtobuf returns the Protobuf body of a densewire.v1.Tensor message, or with a non-nil meta
-// of a densewire.v1.EmbeddingsResponse.
+// of a densewire.v1.EmbeddingsResponse (its quantization field 4 written when the meta has one).
 func EncodeProtobuf(t *Tensor, meta *Meta) []byte {
 	tsize, _ := pbTensorSize(t)
 	size := tsize
 	if meta != nil {
-		size = 2*(1+protowire.SizeBytes(0)) + protowire.SizeBytes(tsize) + protowire.SizeBytes(len(meta.Model)) + 16
+		size = 2*(1+protowire.SizeBytes(0)) + protowire.SizeBytes(tsize) + protowire.SizeBytes(len(meta.Model)) +
+			protowire.SizeBytes(len(meta.Quantization)) + 24
 	}
 	return AppendProtobuf(make([]byte, 0, size), t, meta)
 }
@@ -81,6 +83,10 @@ func AppendProtobuf(dst []byte, t *Tensor, meta *Meta) []byte {
 	if meta.TotalTokens != 0 {
 		dst = protowire.AppendTag(dst, pbUsageTotal, protowire.VarintType)
 		dst = protowire.AppendVarint(dst, meta.TotalTokens)
+	}
+	if meta.Quantization != "" {
+		dst = protowire.AppendTag(dst, pbRespQuant, protowire.BytesType)
+		dst = protowire.AppendString(dst, meta.Quantization)
 	}
 	return dst
 }
@@ -139,7 +145,7 @@ func DecodeProtobuf(body []byte) (*Tensor, *Meta, error) {
 			return nil, nil, p.wireError(n, tagOff, tagOff, true, "invalid tag")
 		}
 		b, base = b[n:], base+n
-		if num >= pbRespModel && num <= pbRespUsage {
+		if num >= pbRespModel && num <= pbRespQuant {
 			if typ != protowire.BytesType {
 				return nil, nil, p.wrongType(num, typ, tagOff)
 			}
@@ -154,6 +160,11 @@ func DecodeProtobuf(body []byte) (*Tensor, *Meta, error) {
 					return nil, nil, newError(Malformed, "model", tagOff, "model is not valid UTF-8")
 				}
 				meta.Model = string(v)
+			case pbRespQuant:
+				if !utf8.Valid(v) {
+					return nil, nil, newError(Malformed, "quantization", tagOff, "quantization is not valid UTF-8")
+				}
+				meta.Quantization = string(v)
 			case pbRespEmbeddings:
 				hasEmb = true
 				if e := p.tensor(v, vOff, false, &acc); e != nil {

@@ -20,7 +20,7 @@ func toPB(t *densewire.Tensor, meta *densewire.Meta) proto.Message {
 		return pt
 	}
 	return &densewirepb.EmbeddingsResponse{Model: meta.Model, Embeddings: pt,
-		Usage: &densewirepb.Usage{PromptTokens: meta.PromptTokens, TotalTokens: meta.TotalTokens}}
+		Usage: &densewirepb.Usage{PromptTokens: meta.PromptTokens, TotalTokens: meta.TotalTokens}, Quantization: meta.Quantization}
 }
 
 // The official serializer, in deterministic mode, writes exactly the golden bytes and our bytes;
@@ -28,7 +28,7 @@ func toPB(t *densewire.Tensor, meta *densewire.Meta) proto.Message {
 func TestProtobufMatchesOfficialSerializer(t *testing.T) {
 	n := 0
 	for _, c := range loadGolden(t) {
-		if c.file != "tensors" || c.Format != "protobuf" {
+		if c.file != "tensors" && c.Operation != "envelope" || c.Direction != "" || c.Format != "protobuf" { // quantization.json: the id in field 4
 			continue
 		}
 		n++
@@ -70,6 +70,9 @@ func TestProtobufMatchesOfficialSerializer(t *testing.T) {
 			meta = &densewire.Meta{Model: "model-" + string(rune('a'+r.IntN(26))), PromptTokens: r.Uint64N(1 << 20), TotalTokens: r.Uint64N(3)}
 			if i%4 == 1 {
 				meta.Model = ""
+			}
+			if i%3 == 0 {
+				meta.Quantization = "0123456789abcdef"
 			}
 		}
 		official, _ := proto.MarshalOptions{Deterministic: true}.Marshal(toPB(tensor, meta))

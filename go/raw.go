@@ -15,10 +15,12 @@ const (
 	HeaderModel        = "Densewire-Model"
 	HeaderPromptTokens = "Densewire-Prompt-Tokens"
 	HeaderTotalTokens  = "Densewire-Total-Tokens"
+	HeaderQuantization = "Densewire-Quantization"
 )
 
 // SetRawHeaders sets the headers that describe a raw body (SPEC.md section 7) in h: version, dtype,
-// shape, byte order, and with a non-nil meta the model and token counts. The body itself is t.Data,
+// shape, byte order, and with a non-nil meta the model, the token counts and the quantization id
+// (when not ""). The body itself is t.Data,
 // which is already in the raw layout (little-endian, row-major): write it as it is.
 func SetRawHeaders(h http.Header, t *Tensor, meta *Meta) {
 	h.Set(HeaderVersion, "1")
@@ -29,6 +31,9 @@ func SetRawHeaders(h http.Header, t *Tensor, meta *Meta) {
 		h.Set(HeaderModel, meta.Model)
 		h.Set(HeaderPromptTokens, strconv.FormatUint(meta.PromptTokens, 10))
 		h.Set(HeaderTotalTokens, strconv.FormatUint(meta.TotalTokens, 10))
+		if meta.Quantization != "" {
+			h.Set(HeaderQuantization, meta.Quantization)
+		}
 	}
 }
 
@@ -36,7 +41,8 @@ func SetRawHeaders(h http.Header, t *Tensor, meta *Meta) {
 // malformed Densewire-Dtype or Densewire-Shape is an InvalidField error naming the header, an
 // unknown dtype an UnknownDType error on Densewire-Dtype, a Densewire-Byteorder other than
 // "little" an InvalidField error, a body of the wrong length a LengthMismatch error. The tensor
-// aliases body. The meta is non-nil when Densewire-Model or a token header is present.
+// aliases body. The meta is non-nil when Densewire-Model, a token header or
+// Densewire-Quantization (the meta's Quantization) is present.
 func DecodeRaw(h http.Header, body []byte) (*Tensor, *Meta, error) {
 	name, ok := headerValue(h, HeaderDType)
 	if !ok {
@@ -63,8 +69,9 @@ func DecodeRaw(h http.Header, body []byte) (*Tensor, *Meta, error) {
 	model, hasModel := headerValue(h, HeaderModel)
 	pt, hasPT := headerValue(h, HeaderPromptTokens)
 	tt, hasTT := headerValue(h, HeaderTotalTokens)
-	if hasModel || hasPT || hasTT {
-		meta = &Meta{Model: model}
+	quant, hasQuant := headerValue(h, HeaderQuantization)
+	if hasModel || hasPT || hasTT || hasQuant {
+		meta = &Meta{Model: model, Quantization: strings.TrimSpace(quant)}
 		if hasPT {
 			if meta.PromptTokens, err = strconv.ParseUint(pt, 10, 64); err != nil {
 				return nil, nil, newError(InvalidField, HeaderPromptTokens, -1, "header "+HeaderPromptTokens+" is not a count: "+strconv.Quote(pt))

@@ -17,12 +17,16 @@ type Tensor struct {
 	Data  []byte
 }
 
-// Meta is the metadata of an embeddings response: the model and the token usage. Encoders given a
-// nil *Meta write a bare tensor; decoders return a nil *Meta when the body carried none.
+// Meta is the metadata of an embeddings response: the model, the token usage and, for int8 and
+// uint8 responses of a server, the quantization id of the ranges the codes were quantized with
+// (SPEC.md section 17.4; see Dequantize and Client.Quantization). Encoders given a nil *Meta write
+// a bare tensor, and write Quantization when it is not ""; decoders return a nil *Meta when the
+// body carried none.
 type Meta struct {
 	Model        string
 	PromptTokens uint64
 	TotalTokens  uint64
+	Quantization string // "" when the response names no quantization id
 }
 
 // NewTensor checks that data holds exactly n rows of d dimensions of dtype and returns the tensor

@@ -2,6 +2,7 @@ package densewire
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unsafe"
 )
 
@@ -121,15 +122,27 @@ func swapBytes(b []byte, width int) {
 	}
 }
 
-// swappedCopy writes src into dst with each width-byte item reversed.
+// swappedCopy writes src into dst with each width-byte item reversed. Items of 2 and 4 bytes
+// are swapped 8 bytes at a time (a byte reversal of the 64-bit word, then the lanes put back in
+// order), which halves or quarters the loop of a PostgreSQL COPY or big-endian Base64 row.
 func swappedCopy(dst, src []byte, width int) {
 	switch width {
 	case 2:
-		for i := 0; i+1 < len(src); i += 2 {
+		i := 0
+		for ; i+8 <= len(src); i += 8 {
+			v := binary.LittleEndian.Uint64(src[i:])
+			binary.LittleEndian.PutUint64(dst[i:], (v&0x00ff00ff00ff00ff)<<8|(v>>8)&0x00ff00ff00ff00ff)
+		}
+		for ; i+1 < len(src); i += 2 {
 			binary.BigEndian.PutUint16(dst[i:], binary.LittleEndian.Uint16(src[i:]))
 		}
 	case 4:
-		for i := 0; i+3 < len(src); i += 4 {
+		i := 0
+		for ; i+8 <= len(src); i += 8 {
+			v := binary.LittleEndian.Uint64(src[i:])
+			binary.LittleEndian.PutUint64(dst[i:], bits.RotateLeft64(bits.ReverseBytes64(v), 32))
+		}
+		for ; i+3 < len(src); i += 4 {
 			binary.BigEndian.PutUint32(dst[i:], binary.LittleEndian.Uint32(src[i:]))
 		}
 	case 8:

@@ -20,8 +20,10 @@ for name, times in rounds.items():
     base = "Encode_JSONBaseline" if name.startswith("Encode") else "Decode_JSONBaseline"
     if name.startswith("Table_"):  # tables: against encoding/json of the objects layout
         base = "Table_Decode_JSONBaseline"
+    if name.startswith("Copy_"):  # PostgreSQL COPY: against the text COPY of pgvector literals
+        base = "Copy_Encode_TextBaseline" if name.startswith("Copy_Encode") else "Copy_Decode_TextBaseline"
     ratio = ""
-    kind = name.split("_")[1] if name.startswith("Table_") else name.split("_")[0]
+    kind = name.split("_")[1] if name.startswith(("Table_", "Copy_")) else name.split("_")[0]
     if kind in ("Encode", "Decode") and base in rounds and len(rounds[base]) == len(times):
         ratio = f"{statistics.median(b / t for b, t in zip(rounds[base], times)):.1f}"
     print(f"{name:34} {statistics.median(times) / 1e6:10.3f} {ratio:>16} {sizes.get(name, ''):>11}")

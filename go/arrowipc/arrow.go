@@ -37,6 +37,7 @@ const (
 	KeyModel        = "densewire.model"
 	KeyPromptTokens = "densewire.prompt_tokens"
 	KeyTotalTokens  = "densewire.total_tokens"
+	KeyQuantization = "densewire.quantization" // SPEC.md section 17.5
 	Column          = "embedding"
 )
 
@@ -82,6 +83,10 @@ func Encode(t *densewire.Tensor, meta *densewire.Meta) ([]byte, error) {
 	if meta != nil {
 		keys = append(keys, KeyModel, KeyPromptTokens, KeyTotalTokens)
 		vals = append(vals, meta.Model, strconv.FormatUint(meta.PromptTokens, 10), strconv.FormatUint(meta.TotalTokens, 10))
+		if meta.Quantization != "" {
+			keys = append(keys, KeyQuantization)
+			vals = append(vals, meta.Quantization)
+		}
 	}
 	typ := columnType(t.DType, t.D)
 	field := arrow.Field{Name: Column, Type: typ, Nullable: false,
@@ -182,10 +187,14 @@ func Decode(body []byte) (t *densewire.Tensor, meta *densewire.Meta, err error) 
 		return nil, nil, nerr
 	}
 	md := schema.Metadata()
-	if i := md.FindKey(KeyModel); i >= 0 || md.FindKey(KeyPromptTokens) >= 0 || md.FindKey(KeyTotalTokens) >= 0 {
+	q := md.FindKey(KeyQuantization)
+	if i := md.FindKey(KeyModel); i >= 0 || md.FindKey(KeyPromptTokens) >= 0 || md.FindKey(KeyTotalTokens) >= 0 || q >= 0 {
 		meta = &densewire.Meta{}
 		if i >= 0 {
 			meta.Model = md.Values()[i]
+		}
+		if q >= 0 {
+			meta.Quantization = md.Values()[q]
 		}
 		for key, dst := range map[string]*uint64{KeyPromptTokens: &meta.PromptTokens, KeyTotalTokens: &meta.TotalTokens} {
 			if j := md.FindKey(key); j >= 0 {

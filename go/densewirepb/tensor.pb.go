@@ -204,10 +204,13 @@ func (x *Usage) GetTotalTokens() uint64 {
 
 // The body of POST /v1/embeddings when application/protobuf is negotiated.
 type EmbeddingsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Model         string                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
-	Embeddings    *Tensor                `protobuf:"bytes,2,opt,name=embeddings,proto3" json:"embeddings,omitempty"`
-	Usage         *Usage                 `protobuf:"bytes,3,opt,name=usage,proto3" json:"usage,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Model      string                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	Embeddings *Tensor                `protobuf:"bytes,2,opt,name=embeddings,proto3" json:"embeddings,omitempty"`
+	Usage      *Usage                 `protobuf:"bytes,3,opt,name=usage,proto3" json:"usage,omitempty"`
+	// SPEC.md section 17.4: the id of the ranges an int8 or uint8 response was quantized with; empty
+	// (omitted on the wire) for every other response.
+	Quantization  string `protobuf:"bytes,4,opt,name=quantization,proto3" json:"quantization,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -263,6 +266,13 @@ func (x *EmbeddingsResponse) GetUsage() *Usage {
 	return nil
 }
 
+func (x *EmbeddingsResponse) GetQuantization() string {
+	if x != nil {
+		return x.Quantization
+	}
+	return ""
+}
+
 var File_densewire_v1_tensor_proto protoreflect.FileDescriptor
 
 const file_densewire_v1_tensor_proto_rawDesc = "" +
@@ -274,13 +284,14 @@ const file_densewire_v1_tensor_proto_rawDesc = "" +
 	"\x04data\x18\x03 \x01(\fR\x04data\"O\n" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x04R\fpromptTokens\x12!\n" +
-	"\ftotal_tokens\x18\x02 \x01(\x04R\vtotalTokens\"\x8b\x01\n" +
+	"\ftotal_tokens\x18\x02 \x01(\x04R\vtotalTokens\"\xaf\x01\n" +
 	"\x12EmbeddingsResponse\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x124\n" +
 	"\n" +
 	"embeddings\x18\x02 \x01(\v2\x14.densewire.v1.TensorR\n" +
 	"embeddings\x12)\n" +
-	"\x05usage\x18\x03 \x01(\v2\x13.densewire.v1.UsageR\x05usage*\x9e\x01\n" +
+	"\x05usage\x18\x03 \x01(\v2\x13.densewire.v1.UsageR\x05usage\x12\"\n" +
+	"\fquantization\x18\x04 \x01(\tR\fquantization*\x9e\x01\n" +
 	"\x05DType\x12\x15\n" +
 	"\x11DTYPE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rDTYPE_FLOAT32\x10\x01\x12\x11\n" +
