@@ -48,6 +48,7 @@ class GoldenVectorsTest {
         runners.put("invalid.json", GoldenVectorsTest::invalidCase);
         runners.put("interop.json", GoldenVectorsTest::interopCase);
         runners.put("tables.json", GoldenTablesTest::tableCase);
+        runners.put("pgcopy.json", GoldenPgCopy::run);
         Map<String, JsonNode> cases = new LinkedHashMap<>();
         for (String name : runners.keySet()) {
             JsonNode doc = Golden.load(name);
