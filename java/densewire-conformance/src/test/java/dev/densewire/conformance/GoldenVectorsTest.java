@@ -147,12 +147,14 @@ class GoldenVectorsTest {
                     assertEquals(expected.model(), got.model());
                     assertEquals(expected.usage(), got.usage());
                 }
+                assertEquals(expected.quantization(), got.quantization(), "quantization");
                 EncodingFormat ef = EncodingFormat.fromWireName(c.get("encoding_format").asText());
                 byte[] ours = DensewireJson.writeResponse(expected, ef, order);
                 Embeddings back = DensewireJson.readResponse(ours);
                 String what = "our own JSON: " + new String(ours, StandardCharsets.UTF_8);
                 assertEquals(tensor, back.tensor(), what);
                 assertEquals(expected.model() == null ? "" : expected.model(), back.model(), what);
+                assertEquals(expected.quantization(), back.quantization(), what);
                 break;
             }
             default:
