@@ -79,6 +79,13 @@ def seeds():
             elif f == "base64" and "shape" in c:
                 line = f"{c['dtype']} {c['shape'][0]} {c['shape'][1]} {c['byteorder']}"
                 put("TensorBase64FuzzTest", c, line.encode() + b"\n" + b)
+    for c in json.loads((GOLDEN / "pgcopy.json").read_text())["cases"]:
+        b = body(c)
+        if b is None:
+            continue
+        cols = c["columns"]
+        line = f"{cols[0]['type'] if len(cols) == 2 else '-'} {cols[-1]['type']}"
+        put("PgCopyFuzzTest", c, line.encode() + b"\n" + b)
     return out
 
 

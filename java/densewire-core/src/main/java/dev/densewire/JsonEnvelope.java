@@ -259,7 +259,12 @@ public final class JsonEnvelope {
         sb.append(",\"usage\":{\"prompt_tokens\":").append(u.promptTokens()).append(",\"total_tokens\":")
                 .append(u.totalTokens()).append("},\"dtype\":\"").append(t.dtype().wireName()).append("\",\"byteorder\":\"")
                 .append(format == EncodingFormat.BASE64 ? order.wireName() : "little").append("\",\"dimensions\":")
-                .append(t.dims()).append('}');
+                .append(t.dims());
+        if (embeddings.quantization() != null) { // SPEC.md 6.2: after dimensions
+            sb.append(",\"quantization\":");
+            appendString(sb, embeddings.quantization());
+        }
+        sb.append('}');
         return sb.toString().getBytes(StandardCharsets.UTF_8);
     }
 

@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The MessagePack map of SPEC.md section 8: {@code {model?, dtype, shape, data, usage?}} in the smallest
+ * The MessagePack map of SPEC.md section 8: {@code {model?, dtype, shape, data, usage?, quantization?}} in the smallest
  * encodings, byte-exact. A direct reader and writer (no dependency): {@code data} is decoded as a view of the
  * body, and errors carry the offsets the spec prescribes. Tests check both directions against msgpack-java.
  */
@@ -22,13 +22,18 @@ public final class MsgpackCodec {
         return encode(Embeddings.of(tensor));
     }
 
-    /** The map with {@code model} when the embeddings carry a model and {@code usage} when they carry usage. */
+    /**
+     * The map with {@code model} when the embeddings carry a model, {@code usage} when they carry usage and
+     * {@code quantization} when they carry a quantization id.
+     */
     public static byte[] encode(Embeddings embeddings) {
         Tensor t = embeddings.tensor();
         byte[] model = embeddings.model() == null ? null : embeddings.model().getBytes(StandardCharsets.UTF_8);
         byte[] dtype = t.dtype().wireName().getBytes(StandardCharsets.US_ASCII);
         int dataLen = t.byteLength();
         Embeddings.Usage u = embeddings.usage();
+        byte[] quantization = embeddings.quantization() == null ? null
+                : embeddings.quantization().getBytes(StandardCharsets.UTF_8);
         int size = 1 + 6 + strSize(dtype.length) + 6 + 1 + uintSize(t.rows()) + uintSize(t.dims()) + 5
                 + binHeaderSize(dataLen) + dataLen;
         if (model != null) {
@@ -37,8 +42,11 @@ public final class MsgpackCodec {
         if (u != null) {
             size += 6 + 1 + 14 + uintSize(u.promptTokens()) + 13 + uintSize(u.totalTokens());
         }
+        if (quantization != null) {
+            size += 13 + strSize(quantization.length);
+        }
         ByteBuffer out = ByteBuffer.allocate(size);
-        out.put((byte) (0x80 | (3 + (model != null ? 1 : 0) + (u != null ? 1 : 0))));
+        out.put((byte) (0x80 | (3 + (model != null ? 1 : 0) + (u != null ? 1 : 0) + (quantization != null ? 1 : 0))));
         if (model != null) {
             key(out, "model");
             str(out, model);
@@ -59,6 +67,10 @@ public final class MsgpackCodec {
             uint(out, u.promptTokens());
             key(out, "total_tokens");
             uint(out, u.totalTokens());
+        }
+        if (quantization != null) {
+            key(out, "quantization");
+            str(out, quantization);
         }
         return out.array();
     }
@@ -158,9 +170,13 @@ public final class MsgpackCodec {
         if (model != null && !(model instanceof String)) {
             throw DensewireException.on(Category.INVALID_FIELD, "model", "must be a str");
         }
+        Object quantization = doc.get("quantization") == MsgpackReader.NIL ? null : doc.get("quantization");
+        if (quantization != null && !(quantization instanceof String)) {
+            throw DensewireException.on(Category.INVALID_FIELD, "quantization", "must be a str");
+        }
         MsgpackReader.Bin bin = (MsgpackReader.Bin) data;
         Tensor tensor = Shapes.tensor(dtype, nd[0], nd[1], ByteBuffer.wrap(body, bin.offset(), bin.length()), "data", "shape");
-        return new Embeddings(tensor, (String) model, usage(doc.get("usage")));
+        return new Embeddings(tensor, (String) model, usage(doc.get("usage")), (String) quantization);
     }
 
     private static long[] shape(Object shape) {

@@ -26,15 +26,21 @@ public final class ProtobufCodec {
         return out.array();
     }
 
-    /** A {@code densewire.v1.EmbeddingsResponse}: model (when non-empty), the tensor, usage (zeros if absent). */
+    /**
+     * A {@code densewire.v1.EmbeddingsResponse}: model (when non-empty), the tensor, usage (zeros if absent), the
+     * quantization id (field 4, when non-empty).
+     */
     public static byte[] encodeResponse(Embeddings embeddings) {
         byte[] model = embeddings.model() == null ? new byte[0] : embeddings.model().getBytes(StandardCharsets.UTF_8);
         Embeddings.Usage u = embeddings.usage() == null ? new Embeddings.Usage(0, 0) : embeddings.usage();
         int tensorSize = tensorSize(embeddings.tensor());
         int usageSize = (u.promptTokens() != 0 ? 1 + varintSize(u.promptTokens()) : 0)
                 + (u.totalTokens() != 0 ? 1 + varintSize(u.totalTokens()) : 0);
+        byte[] quantization = embeddings.quantization() == null ? new byte[0]
+                : embeddings.quantization().getBytes(StandardCharsets.UTF_8);
         int size = (model.length > 0 ? 1 + varintSize(model.length) + model.length : 0)
-                + 1 + varintSize(tensorSize) + tensorSize + 1 + varintSize(usageSize) + usageSize;
+                + 1 + varintSize(tensorSize) + tensorSize + 1 + varintSize(usageSize) + usageSize
+                + (quantization.length > 0 ? 1 + varintSize(quantization.length) + quantization.length : 0);
         ByteBuffer out = ByteBuffer.allocate(size);
         if (model.length > 0) {
             out.put((byte) 0x0A);
@@ -53,6 +59,11 @@ public final class ProtobufCodec {
         if (u.totalTokens() != 0) {
             out.put((byte) 0x10);
             varint(out, u.totalTokens());
+        }
+        if (quantization.length > 0) {
+            out.put((byte) 0x22);
+            varint(out, quantization.length);
+            out.put(quantization);
         }
         return out.array();
     }
@@ -116,18 +127,22 @@ public final class ProtobufCodec {
         String model = null;
         Tensor tensor = null;
         Embeddings.Usage usage = null;
+        String quantization = null;
         while (r.more()) {
             int tagAt = r.pos;
             long tag = r.tag();
             int number = (int) (tag >>> 3);
             int wire = (int) (tag & 7);
-            if (number == 1 || number == 2 || number == 3) {
-                r.expect(wire, 2, tagAt, number == 1 ? "model" : number == 2 ? "embeddings" : "usage");
+            if (number >= 1 && number <= 4 && (tag >>> 3) <= 4) {
+                r.expect(wire, 2, tagAt, FIELDS[number]);
                 int len = r.lengthDelimited();
                 int from = r.pos;
                 r.pos += len;
                 if (number == 1) {
-                    model = utf8(body, from, len, tagAt - offset);
+                    model = utf8(body, from, len, tagAt - offset, "model");
+                } else if (number == 4) {
+                    String q = utf8(body, from, len, tagAt - offset, "quantization");
+                    quantization = q.isEmpty() ? null : q;
                 } else if (number == 2) {
                     tensor = tensor(new ProtoReader(body, offset, from, from + len, true));
                 } else {
@@ -140,15 +155,17 @@ public final class ProtobufCodec {
         if (tensor == null) {
             throw DensewireException.on(Category.INVALID_FIELD, "embeddings", "missing");
         }
-        return new Embeddings(tensor, model, usage);
+        return new Embeddings(tensor, model, usage, quantization);
     }
 
-    private static String utf8(byte[] b, int from, int len, int at) {
+    private static final String[] FIELDS = {null, "model", "embeddings", "usage", "quantization"};
+
+    private static String utf8(byte[] b, int from, int len, int at, String field) {
         try {
             return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
                     .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(b, from, len)).toString();
         } catch (CharacterCodingException e) {
-            throw DensewireException.at(Category.MALFORMED, at, "model is not UTF-8");
+            throw DensewireException.at(Category.MALFORMED, at, field + " is not UTF-8");
         }
     }
 

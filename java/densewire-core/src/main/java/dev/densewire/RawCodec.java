@@ -19,6 +19,8 @@ public final class RawCodec {
     public static final String MODEL = "Densewire-Model";
     public static final String PROMPT_TOKENS = "Densewire-Prompt-Tokens";
     public static final String TOTAL_TOKENS = "Densewire-Total-Tokens";
+    /** The quantization id of an {@code int8}/{@code uint8} response (SPEC.md section 17.5). */
+    public static final String QUANTIZATION = "Densewire-Quantization";
 
     private static final Pattern SHAPE_VALUE = Pattern.compile("[0-9]+,[0-9]+");
     private static final Pattern COUNT_VALUE = Pattern.compile("[0-9]+");
@@ -32,8 +34,8 @@ public final class RawCodec {
     }
 
     /**
-     * The headers describing a body, in the order of SPEC.md section 7; model and token headers only when the
-     * embeddings carry them.
+     * The headers describing a body, in the order of SPEC.md section 7; model, token and quantization headers only
+     * when the embeddings carry them.
      */
     public static Map<String, String> headers(Embeddings embeddings) {
         Tensor t = embeddings.tensor();
@@ -48,6 +50,9 @@ public final class RawCodec {
         if (embeddings.usage() != null) {
             h.put(PROMPT_TOKENS, Long.toString(embeddings.usage().promptTokens()));
             h.put(TOTAL_TOKENS, Long.toString(embeddings.usage().totalTokens()));
+        }
+        if (embeddings.quantization() != null) {
+            h.put(QUANTIZATION, embeddings.quantization());
         }
         return h;
     }
@@ -95,7 +100,8 @@ public final class RawCodec {
             usage = new Embeddings.Usage(prompt == null ? 0 : parseCount(prompt.trim(), PROMPT_TOKENS),
                     total == null ? 0 : parseCount(total.trim(), TOTAL_TOKENS));
         }
-        return new Embeddings(tensor, model, usage);
+        String quantization = header.apply(QUANTIZATION);
+        return new Embeddings(tensor, model, usage, quantization == null ? null : quantization.trim());
     }
 
     private static long parseCount(String s, String field) {

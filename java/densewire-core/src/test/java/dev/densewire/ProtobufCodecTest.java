@@ -48,6 +48,19 @@ class ProtobufCodecTest {
     }
 
     @Test
+    void theQuantizationIdIsField4ByteExact() throws Exception {
+        Tensor codes = Tensor.of(Dtype.INT8, 1, 3, new byte[] {-128, 0, 127});
+        for (String id : new String[] {"455fc59476466b04", "", "x".repeat(200)}) {
+            EmbeddingsResponse r = EmbeddingsResponse.newBuilder().setModel("m").setEmbeddings(official(codes))
+                    .setUsage(Usage.newBuilder().setPromptTokens(3).setTotalTokens(3)).setQuantization(id).build();
+            Embeddings e = new Embeddings(codes, "m", new Embeddings.Usage(3, 3), id.isEmpty() ? null : id);
+            assertArrayEquals(r.toByteArray(), ProtobufCodec.encodeResponse(e));
+            assertEquals(e, ProtobufCodec.decodeResponse(r.toByteArray()));
+            assertEquals(id, EmbeddingsResponse.parseFrom(ProtobufCodec.encodeResponse(e)).getQuantization());
+        }
+    }
+
+    @Test
     void unpackedShapeAndUnknownFieldsAreAccepted() throws IOException {
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
         CodedOutputStream out = CodedOutputStream.newInstance(buf);

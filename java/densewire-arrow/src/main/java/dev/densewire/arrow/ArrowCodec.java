@@ -105,7 +105,8 @@ public final class ArrowCodec {
             if (meta.containsKey("densewire.prompt_tokens") || meta.containsKey("densewire.total_tokens")) {
                 usage = new Embeddings.Usage(count(meta, "densewire.prompt_tokens"), count(meta, "densewire.total_tokens"));
             }
-            return new Embeddings(Tensor.of(dtype, rows, (int) d, data.toByteArray()), model, usage);
+            return new Embeddings(Tensor.of(dtype, rows, (int) d, data.toByteArray()), model, usage,
+                    meta.get("densewire.quantization"));
         } catch (IOException e) {
             throw failure(body, in, e, "cannot read the Arrow stream");
         } catch (IndexOutOfBoundsException e) { // found by TensorArrowFuzzTest
@@ -310,6 +311,9 @@ public final class ArrowCodec {
         if (embeddings.usage() != null) {
             meta.put("densewire.prompt_tokens", Long.toString(embeddings.usage().promptTokens()));
             meta.put("densewire.total_tokens", Long.toString(embeddings.usage().totalTokens()));
+        }
+        if (embeddings.quantization() != null) {
+            meta.put("densewire.quantization", embeddings.quantization());
         }
         Map<String, String> fieldMeta = Map.of("densewire.dtype", dtype.wireName());
         Field field;

@@ -8,6 +8,7 @@ import dev.densewire.EncodingFormat;
 import dev.densewire.Format;
 import dev.densewire.MsgpackCodec;
 import dev.densewire.ProtobufCodec;
+import dev.densewire.Quantization;
 import dev.densewire.RawCodec;
 import dev.densewire.Tensor;
 import dev.densewire.jackson.ApiError;
@@ -16,11 +17,13 @@ import dev.densewire.jackson.EmbeddingsRequest;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
+import java.net.URLEncoder;
 import java.net.http.HttpClient;
 import java.net.http.HttpHeaders;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -29,6 +32,7 @@ import java.util.Objects;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
 
@@ -50,6 +54,11 @@ import java.util.concurrent.Semaphore;
  * {@link Builder#maxRetries}) after an exponential backoff with full jitter, honouring {@code Retry-After}; an
  * answer that is the caller's fault is never retried.
  *
+ * <p>Quantized embeddings (SPEC.md section 17): with {@code dtype(Dtype.INT8)} or {@code UINT8} the server answers
+ * codes and names their ranges ({@link Embeddings#quantization()}); {@link Builder#dequantize(boolean)} turns them
+ * back into float32 with the ranges of {@code GET /v1/quantization/{id}}, fetched once per id and kept
+ * ({@link #quantization(String)}).
+ *
  * <p>Errors: {@link DensewireApiException} for an error answer (status, code, param, message, offset, attempts), a
  * {@link DensewireException} for a body that does not decode, {@link UncheckedIOException} for I/O failures (its
  * message says how many attempts were made).
@@ -69,14 +78,18 @@ public final class DensewireClient {
     private final int maxConcurrency;
     private final int batchSize;
     private final boolean gzip;
+    private final boolean dequantize;
+    private final String base;
     private final Retrier retrier;
+    private final ConcurrentHashMap<String, CompletableFuture<Quantization.Ranges>> ranges = new ConcurrentHashMap<>();
 
     private DensewireClient(Builder b) {
         this.http = b.http != null ? b.http
                 : HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(b.timeout).build();
         this.retrier = new Retrier(http, b.maxRetries, b.backoffBase, b.backoffCap);
         String base = b.baseUri.toString();
-        this.endpoint = URI.create(base.endsWith("/") ? base + "v1/embeddings" : base + "/v1/embeddings");
+        this.base = base.endsWith("/") ? base : base + "/";
+        this.endpoint = URI.create(this.base + "v1/embeddings");
         this.apiKey = b.apiKey;
         this.model = b.model;
         this.dtype = b.dtype;
@@ -87,6 +100,7 @@ public final class DensewireClient {
         this.maxConcurrency = b.maxConcurrency;
         this.batchSize = b.batchSize;
         this.gzip = b.gzip;
+        this.dequantize = b.dequantize;
     }
 
     public static Builder builder(URI baseUri) {
@@ -139,7 +153,72 @@ public final class DensewireClient {
             hb.header("Authorization", "Bearer " + apiKey);
         }
         return retrier.send(hb.build(), HttpResponse.BodyHandlers.ofByteArray())
-                .thenApply(a -> decode(a.response(), a.attempts()));
+                .thenApply(a -> decode(a.response(), a.attempts()))
+                .thenCompose(e -> dequantize ? dequantizeAsync(e) : CompletableFuture.completedFuture(e));
+    }
+
+    // ------------------------------------------------------------------ quantized embeddings
+
+    /**
+     * The ranges a quantization id names, from {@code GET /v1/quantization/{id}} (SPEC.md section 17.6), checked
+     * ({@link DensewireJson#readQuantization}); fetched once per id and kept (the object is immutable).
+     */
+    public Quantization.Ranges quantization(String id) {
+        return join(quantizationAsync(id));
+    }
+
+    public CompletableFuture<Quantization.Ranges> quantizationAsync(String id) {
+        Objects.requireNonNull(id, "id");
+        CompletableFuture<Quantization.Ranges> f = ranges.computeIfAbsent(id, this::fetchRanges);
+        f.whenComplete((r, t) -> {
+            if (t != null) {
+                ranges.remove(id, f); // a failed fetch is not kept: the next call asks again
+            }
+        });
+        return f;
+    }
+
+    private CompletableFuture<Quantization.Ranges> fetchRanges(String id) {
+        URI uri = URI.create(base + "v1/quantization/" + URLEncoder.encode(id, StandardCharsets.UTF_8).replace("+", "%20"));
+        HttpRequest.Builder hb = HttpRequest.newBuilder(uri).timeout(timeout).header("Accept", "application/json").GET();
+        if (gzip) {
+            hb.header("Accept-Encoding", "gzip");
+        }
+        if (apiKey != null) {
+            hb.header("Authorization", "Bearer " + apiKey);
+        }
+        return retrier.send(hb.build(), HttpResponse.BodyHandlers.ofByteArray()).thenApply(a -> {
+            HttpResponse<byte[]> response = a.response();
+            if (response.statusCode() >= 300) {
+                throw apiError(response.statusCode(), response.headers(), response.body(), a.attempts());
+            }
+            byte[] body = ContentCodings.decode(ContentCodings.coding(response.headers().firstValue("Content-Encoding")
+                    .orElse(null)), response.body(), 1L << 30);
+            Quantization.Ranges r = DensewireJson.readQuantization(body);
+            if (!r.id().equals(id)) {
+                throw new DensewireException(Category.INVALID_FIELD, "GET " + uri.getPath() + " answered the ranges of "
+                        + r.id() + ", not " + id, -1, "id");
+            }
+            return r;
+        });
+    }
+
+    /**
+     * An {@code int8}/{@code uint8} answer as float32 with the ranges its quantization id names; any other dtype as
+     * it is. Codes without an id cannot be dequantized: {@code invalid_field} on {@code quantization}.
+     */
+    private CompletableFuture<Embeddings> dequantizeAsync(Embeddings e) {
+        Dtype dt = e.tensor().dtype();
+        if (dt != Dtype.INT8 && dt != Dtype.UINT8) {
+            return CompletableFuture.completedFuture(e);
+        }
+        if (e.quantization() == null) {
+            return CompletableFuture.failedFuture(new DensewireException(Category.INVALID_FIELD, "the server answered "
+                    + dt + " codes without a quantization id: no published ranges to dequantize them with", -1,
+                    "quantization"));
+        }
+        return quantizationAsync(e.quantization()).thenApply(r -> new Embeddings(Quantization.dequantize(e.tensor(), r),
+                e.model(), e.usage(), e.quantization()));
     }
 
     private EmbeddingsRequest request(List<String> texts) {
@@ -235,13 +314,20 @@ public final class DensewireClient {
                 total += p.usage().totalTokens();
             }
         }
+        String quantization = parts.get(0).quantization();
+        for (Embeddings p : parts) {
+            if (!Objects.equals(quantization, p.quantization())) {
+                throw new DensewireException(Category.SHAPE_MISMATCH, "batches were quantized with different ranges: "
+                        + quantization + " and " + p.quantization(), -1, "quantization");
+            }
+        }
         ByteBuffer all = ByteBuffer.allocate(Math.multiplyExact(rows, first.rowBytes()));
         for (Embeddings p : parts) {
             all.put(p.tensor().data());
         }
         all.flip();
         return new Embeddings(Tensor.of(first.dtype(), rows, first.dims(), all), parts.get(0).model(),
-                new Embeddings.Usage(prompt, total));
+                new Embeddings.Usage(prompt, total), quantization);
     }
 
     // ------------------------------------------------------------------ responses
@@ -332,6 +418,7 @@ public final class DensewireClient {
         private int maxConcurrency = 4;
         private int batchSize = 256;
         private boolean gzip = true;
+        private boolean dequantize;
         private int maxRetries = 2;
         private Duration backoffBase = Duration.ofMillis(500);
         private Duration backoffCap = Duration.ofSeconds(8);
@@ -392,6 +479,17 @@ public final class DensewireClient {
 
         public Builder timeout(Duration timeout) {
             this.timeout = Objects.requireNonNull(timeout);
+            return this;
+        }
+
+        /**
+         * Turn {@code int8}/{@code uint8} answers back into float32 (default false): each answer's quantization id
+         * names ranges the client fetches once from {@code GET /v1/quantization/{id}} (SPEC.md section 17.6) and
+         * dequantizes with ({@link Quantization#dequantize}). The answer keeps its id; other dtypes are left as
+         * they are.
+         */
+        public Builder dequantize(boolean dequantize) {
+            this.dequantize = dequantize;
             return this;
         }
 

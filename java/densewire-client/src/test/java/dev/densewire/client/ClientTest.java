@@ -11,7 +11,10 @@ import dev.densewire.DensewireException;
 import dev.densewire.DensewireException.Category;
 import dev.densewire.Dtype;
 import dev.densewire.Embeddings;
+import dev.densewire.Base64Codec;
+import dev.densewire.Endianness;
 import dev.densewire.Format;
+import dev.densewire.Quantization;
 import dev.densewire.Tensor;
 import dev.densewire.jackson.EmbeddingsRequest;
 import java.io.IOException;
@@ -253,5 +256,87 @@ class ClientTest {
         DensewireException e = assertThrows(DensewireException.class, () -> client().build().embed(List.of("a")));
         assertEquals(Category.LENGTH_MISMATCH, e.category());
         assertEquals(10, e.offset().getAsLong());
+    }
+
+    // ------------------------------------------------------------------ quantized embeddings (SPEC.md 17)
+
+    private static final float[] Q_LOWER = {-1f, -0.5f, 0f, -0.25f};
+    private static final float[] Q_UPPER = {1f, 0.5f, 1f, 0.75f};
+
+    /** The row of text "tI" (or of any other text: I = 0): {0.3 * I - 0.9, 0.1, 0.5, -0.25} before quantization. */
+    private static Tensor floats(List<?> texts) {
+        float[] v = new float[texts.size() * 4];
+        for (int i = 0; i < texts.size(); i++) {
+            String t = String.valueOf(texts.get(i));
+            int number = t.matches("t[0-9]+") ? Integer.parseInt(t.substring(1)) : 0;
+            v[i * 4] = 0.3f * number - 0.9f;
+            v[i * 4 + 1] = 0.1f;
+            v[i * 4 + 2] = 0.5f;
+            v[i * 4 + 3] = -0.25f;
+        }
+        return Tensor.ofFloats(texts.size(), 4, v);
+    }
+
+    private String publishQuantization() {
+        String id = Quantization.id(Q_LOWER, Q_UPPER);
+        String object = "{\"object\":\"quantization\",\"id\":\"" + id + "\",\"model\":\"m\",\"method\":\"minmax-per-dimension\","
+                + "\"calibration\":{\"name\":\"python-docs-v1\",\"texts\":1000,\"sha256\":\"00\"},\"dimensions\":4,"
+                + "\"lower\":\"" + Base64Codec.encodeFloats(Q_LOWER, Endianness.LITTLE) + "\",\"upper\":\""
+                + Base64Codec.encodeFloats(Q_UPPER, Endianness.LITTLE) + "\"}";
+        server.quantizationObjects = Map.of(id, object.getBytes(StandardCharsets.UTF_8));
+        server.responder = req -> new Embeddings(Quantization.quantize(floats((List<?>) req.input()), Q_LOWER, Q_UPPER,
+                Dtype.fromWireName(req.dtype())), "m", new Embeddings.Usage(1, 1), id);
+        return id;
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Format.class, names = {"RAW", "MSGPACK", "PROTOBUF", "JSON", "ARROW"})
+    void quantizedAnswersCarryTheirIdAndAreDequantizedWithRangesFetchedOnce(Format format) {
+        String id = publishQuantization();
+        List<String> texts = new ArrayList<>();
+        for (int i = 0; i < 7; i++) {
+            texts.add("t" + i);
+        }
+        for (Dtype dtype : new Dtype[] {Dtype.INT8, Dtype.UINT8}) {
+            Tensor codes = Quantization.quantize(floats(texts), Q_LOWER, Q_UPPER, dtype);
+            Embeddings raw = DensewireClient.builder(server.uri()).formats(format).dtype(dtype).build().embed(texts);
+            assertEquals(codes, raw.tensor());
+            assertEquals(id, raw.quantization());
+            assertEquals(0, server.quantizationFetches.get());
+
+            DensewireClient client = DensewireClient.builder(server.uri()).formats(format).dtype(dtype).dequantize(true)
+                    .batchSize(3).maxConcurrency(2).build();
+            Embeddings e = client.embedMany(texts);
+            assertEquals(Quantization.dequantize(codes, Q_LOWER, Q_UPPER), e.tensor());
+            assertEquals(id, e.quantization());
+            client.embed(texts.subList(0, 2));
+            assertEquals(1, server.quantizationFetches.get(), "one GET /v1/quantization/{id} per client and id");
+            assertEquals(Quantization.Ranges.of(Q_LOWER, Q_UPPER), client.quantization(id));
+            server.quantizationFetches.set(0);
+        }
+    }
+
+    @Test
+    void anUnknownQuantizationIdIsA404AndIsAskedAgain() {
+        publishQuantization();
+        server.quantizationObjects = Map.of();
+        DensewireClient client = DensewireClient.builder(server.uri()).dtype(Dtype.INT8).dequantize(true).build();
+        DensewireApiException e = assertThrows(DensewireApiException.class, () -> client.embed(List.of("a")));
+        assertEquals(404, e.status());
+        assertEquals(Category.NOT_FOUND, e.category());
+        assertThrows(DensewireApiException.class, () -> client.embed(List.of("a")));
+        assertEquals(2, server.quantizationFetches.get(), "a failed fetch is not kept");
+    }
+
+    @Test
+    void codesWithoutAnIdCannotBeDequantized() {
+        server.responder = req -> Embeddings.of(Tensor.of(Dtype.INT8, 1, 2, new byte[] {1, 2}));
+        DensewireClient client = DensewireClient.builder(server.uri()).dtype(Dtype.INT8).dequantize(true).build();
+        DensewireException e = assertThrows(DensewireException.class, () -> client.embed(List.of("a")));
+        assertEquals(Category.INVALID_FIELD, e.category());
+        assertEquals("quantization", e.field().orElse(null));
+        // floats are left as they are
+        server.responder = req -> Embeddings.of(Tensor.ofFloats(1, 2, new float[] {1f, 2f}));
+        assertEquals(Dtype.FLOAT32, client.embed(List.of("a")).tensor().dtype());
     }
 }

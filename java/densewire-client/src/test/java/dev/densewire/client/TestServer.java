@@ -56,12 +56,16 @@ final class TestServer implements AutoCloseable {
     volatile String fixedContentType;
     volatile Map<String, String> fixedHeaders = Map.of();
     volatile int fixedStatus = 200;
+    /** The published quantization objects of GET /v1/quantization/{id} (SPEC.md 17.6), by id, and the GETs made. */
+    volatile Map<String, byte[]> quantizationObjects = Map.of();
+    final AtomicInteger quantizationFetches = new AtomicInteger();
 
     TestServer(Responder responder) throws IOException {
         this.responder = responder;
         server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
         server.setExecutor(executor);
         server.createContext("/v1/embeddings", this::handle);
+        server.createContext("/v1/quantization/", this::handleQuantization);
         server.start();
     }
 
@@ -130,6 +134,24 @@ final class TestServer implements AutoCloseable {
             Thread.currentThread().interrupt();
         } finally {
             inFlight.decrementAndGet();
+            ex.close();
+        }
+    }
+
+    private void handleQuantization(HttpExchange ex) throws IOException {
+        try {
+            quantizationFetches.incrementAndGet();
+            String id = ex.getRequestURI().getPath().substring("/v1/quantization/".length());
+            byte[] body = quantizationObjects.get(id);
+            if (body == null) {
+                send(ex, 404, "application/json", DensewireJson.writeError(new DensewireException(
+                        DensewireException.Category.NOT_FOUND, "no quantization " + id, -1, "id")), false);
+            } else {
+                ex.getResponseHeaders().add("Cache-Control", "public, max-age=31536000, immutable");
+                send(ex, 200, "application/json", body, String.valueOf(ex.getRequestHeaders().getFirst("Accept-Encoding"))
+                        .contains("gzip"));
+            }
+        } finally {
             ex.close();
         }
     }

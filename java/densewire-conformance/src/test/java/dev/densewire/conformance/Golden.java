@@ -75,13 +75,14 @@ final class Golden {
         return Tensor.of(dtype, shape.get(0).asInt(), shape.get(1).asInt(), itemsLittleEndian(c.get("items"), dtype));
     }
 
-    /** The expected Embeddings of a case: model and usage when the case gives them. */
+    /** The expected Embeddings of a case: model, usage and quantization id when the case gives them. */
     static Embeddings embeddings(JsonNode c) {
         Embeddings.Usage usage = null;
         if (c.hasNonNull("usage")) {
             usage = new Embeddings.Usage(c.get("usage").get("prompt_tokens").asLong(), c.get("usage").get("total_tokens").asLong());
         }
-        return new Embeddings(tensor(c), c.hasNonNull("model") ? c.get("model").asText() : null, usage);
+        return new Embeddings(tensor(c), c.hasNonNull("model") ? c.get("model").asText() : null, usage,
+                c.hasNonNull("quantization") ? c.get("quantization").asText() : null);
     }
 
     static Map<String, String> headers(JsonNode c) {

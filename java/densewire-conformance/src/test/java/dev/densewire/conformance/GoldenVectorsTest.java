@@ -48,6 +48,8 @@ class GoldenVectorsTest {
         runners.put("invalid.json", GoldenVectorsTest::invalidCase);
         runners.put("interop.json", GoldenVectorsTest::interopCase);
         runners.put("tables.json", GoldenTablesTest::tableCase);
+        runners.put("pgcopy.json", GoldenPgCopy::run);
+        runners.put("quantization.json", GoldenQuantization::run);
         Map<String, JsonNode> cases = new LinkedHashMap<>();
         for (String name : runners.keySet()) {
             JsonNode doc = Golden.load(name);
@@ -146,12 +148,14 @@ class GoldenVectorsTest {
                     assertEquals(expected.model(), got.model());
                     assertEquals(expected.usage(), got.usage());
                 }
+                assertEquals(expected.quantization(), got.quantization(), "quantization");
                 EncodingFormat ef = EncodingFormat.fromWireName(c.get("encoding_format").asText());
                 byte[] ours = DensewireJson.writeResponse(expected, ef, order);
                 Embeddings back = DensewireJson.readResponse(ours);
                 String what = "our own JSON: " + new String(ours, StandardCharsets.UTF_8);
                 assertEquals(tensor, back.tensor(), what);
                 assertEquals(expected.model() == null ? "" : expected.model(), back.model(), what);
+                assertEquals(expected.quantization(), back.quantization(), what);
                 break;
             }
             default:

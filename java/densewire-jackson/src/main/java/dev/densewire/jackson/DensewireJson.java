@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.exc.StreamReadException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.databind.json.JsonMapper;
@@ -15,6 +16,7 @@ import dev.densewire.Embeddings;
 import dev.densewire.EncodingFormat;
 import dev.densewire.Endianness;
 import dev.densewire.JsonEnvelope;
+import dev.densewire.Quantization;
 import java.io.CharConversionException;
 import java.io.IOException;
 import java.io.InputStream;
@@ -87,6 +89,67 @@ public final class DensewireJson {
      */
     public static byte[] writeResponse(Embeddings embeddings, EncodingFormat format, Endianness order) {
         return JsonEnvelope.encode(embeddings, format, order);
+    }
+
+    // ------------------------------------------------------------------ published quantization ranges
+
+    /**
+     * The ranges of a published quantization object (SPEC.md section 17.6: the body of
+     * {@code GET /v1/quantization/{id}}, or the {@code quantization} of a {@code GET /v1/models} item), checked in
+     * the spec's order: the types of {@code id}, {@code method}, {@code dimensions}, {@code lower}, {@code upper}
+     * ({@code invalid_field} on the first bad one), then {@link Quantization#published}.
+     */
+    public static Quantization.Ranges readQuantization(byte[] json) {
+        requireUtf8(json);
+        JsonNode node;
+        try {
+            node = MAPPER.readTree(json);
+        } catch (JsonProcessingException e) {
+            throw translate(e);
+        } catch (CharConversionException e) {
+            throw new DensewireException(Category.MALFORMED, "the JSON text is not UTF-8: " + e.getMessage(), -1, null, e);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return readQuantization(node);
+    }
+
+    public static Quantization.Ranges readQuantization(String json) {
+        return readQuantization(json.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** The ranges of a published quantization object already parsed (see {@link #readQuantization(byte[])}). */
+    public static Quantization.Ranges readQuantization(JsonNode object) {
+        if (object == null || !object.isObject()) {
+            throw new DensewireException(Category.MALFORMED, "a quantization object must be a JSON object", 0, null);
+        }
+        JsonNode id = object.get("id");
+        if (id == null || !id.isTextual()) {
+            throw quantizationField("id", "must be a string", id);
+        }
+        JsonNode method = object.get("method");
+        if (method == null || !method.isTextual() || !Quantization.METHOD.equals(method.textValue())) {
+            throw quantizationField("method", "must be the string \"" + Quantization.METHOD
+                    + "\" (no other method dequantizes by SPEC.md 17.3)", method);
+        }
+        JsonNode dims = object.get("dimensions");
+        if (dims == null || !dims.isIntegralNumber() || !dims.canConvertToLong() || dims.longValue() < 0) {
+            throw quantizationField("dimensions", "must be an integer >= 0", dims);
+        }
+        for (String key : new String[] {"lower", "upper"}) {
+            JsonNode v = object.get(key);
+            if (v == null || !v.isTextual()) {
+                throw quantizationField(key, "must be a Base64 string", v);
+            }
+        }
+        return Quantization.published(id.textValue(), method.textValue(), dims.longValue(),
+                object.get("lower").textValue(), object.get("upper").textValue());
+    }
+
+    private static DensewireException quantizationField(String field, String what, JsonNode got) {
+        String shown = got == null ? "missing" : got.toString();
+        return new DensewireException(Category.INVALID_FIELD, what + ", got " + (shown.length() > 60
+                ? shown.substring(0, 60) + "..." : shown), -1, field);
     }
 
     // ------------------------------------------------------------------ requests and errors

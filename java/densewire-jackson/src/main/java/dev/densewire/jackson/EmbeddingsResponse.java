@@ -17,12 +17,13 @@ import java.util.List;
 
 /**
  * The JSON embeddings response of SPEC.md section 6.2 as Jackson reads it: OpenAI's fields plus densewire's
- * {@code dtype}, {@code byteorder} and {@code dimensions} (optional: OpenAI does not send them). Unknown keys are
+ * {@code dtype}, {@code byteorder}, {@code dimensions} and {@code quantization} (optional: OpenAI does not send
+ * them). Unknown keys are
  * ignored. {@link #toEmbeddings()} places the rows by index and decodes them into one {@link Tensor}.
  */
 @JsonIgnoreProperties(ignoreUnknown = true)
 @JsonInclude(JsonInclude.Include.NON_NULL)
-@JsonPropertyOrder({"object", "data", "model", "usage", "dtype", "byteorder", "dimensions"})
+@JsonPropertyOrder({"object", "data", "model", "usage", "dtype", "byteorder", "dimensions", "quantization"})
 public final class EmbeddingsResponse {
     /** One {@code data[i]} item. The embedding is a Base64 String, a double[] of numbers, or a marker. */
     @JsonIgnoreProperties(ignoreUnknown = true)
@@ -62,6 +63,9 @@ public final class EmbeddingsResponse {
     public String byteorder;
     @JsonProperty("dimensions")
     public Long dimensions;
+    /** The quantization id of an int8/uint8 response (SPEC.md 17.5): a string when present. */
+    @JsonProperty("quantization")
+    public JsonNode quantization;
 
     /**
      * The decoded tensor with model and usage.
@@ -95,6 +99,13 @@ public final class EmbeddingsResponse {
             }
             u = new Embeddings.Usage(p, t);
         }
-        return new Embeddings(tensor, model, u);
+        String q = null;
+        if (quantization != null && !quantization.isNull()) {
+            if (!quantization.isTextual()) {
+                throw new DensewireException(Category.INVALID_FIELD, "must be a string, got " + quantization, -1, "quantization");
+            }
+            q = quantization.textValue();
+        }
+        return new Embeddings(tensor, model, u, q);
     }
 }
