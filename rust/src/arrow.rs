@@ -211,7 +211,7 @@ pub fn decode_arrow(body: Bytes) -> Result<Embeddings> {
 
 /// A metadata value that must be a decimal count (SPEC.md section 10): anything else, `6.4e1` or
 /// `many`, is `invalid_field` on its key rather than a default.
-fn count(value: &str, key: &str) -> Result<u64> {
+fn count(value: &str, key: &'static str) -> Result<u64> {
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
         return Err(err(ErrorKind::InvalidField, format!("{key} must be a decimal count, got {value:?}")).field(key));
     }
