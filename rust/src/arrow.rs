@@ -170,7 +170,12 @@ pub fn decode_arrow(body: Bytes) -> Result<Embeddings> {
                 }
             }
             let width = *width as usize;
-            let dims = match meta.get("densewire.dimensions").map(|d| count(d, "densewire.dimensions")).transpose()?.map(|d| d as usize) {
+            let dims = match meta
+                .get("densewire.dimensions")
+                .map(|d| count(d, "densewire.dimensions"))
+                .transpose()?
+                .map(|d| d as usize)
+            {
                 Some(d) if d.div_ceil(8) == width => d,
                 Some(d) => {
                     return Err(err(
