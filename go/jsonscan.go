@@ -177,7 +177,7 @@ func (p *jsonScanner) str() (span, bool, *Error) {
 	start := p.i
 	if q := bytes.IndexByte(p.b[start+1:], '"'); q >= 0 {
 		seg := p.b[start+1 : start+1+q]
-		if bytes.IndexByte(seg, '\\') < 0 && !hasControl(seg) {
+		if bytes.IndexByte(seg, '\\') < 0 && !hasControl(seg) && utf8.Valid(seg) {
 			p.i = start + q + 2
 			return span{start, p.i}, false, nil
 		}
@@ -209,6 +209,12 @@ func (p *jsonScanner) str() (span, bool, *Error) {
 			}
 		case c < 0x20:
 			return noSpan, false, p.syntax("control character in string")
+		case c >= utf8.RuneSelf: // JSON text is UTF-8 (RFC 8259); a key or value that is not is malformed
+			r, size := utf8.DecodeRune(p.b[p.i:])
+			if r == utf8.RuneError && size <= 1 {
+				return noSpan, false, p.syntax("string is not valid UTF-8")
+			}
+			p.i += size
 		default:
 			p.i++
 		}

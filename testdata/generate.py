@@ -281,7 +281,9 @@ def mp_tensor(dtype, shape, data, model=None, prompt_tokens=None, total_tokens=N
 
 
 def arrow_stream(dtype: str, shape: list[int], data: bytes, model=None, prompt_tokens=None, total_tokens=None,
-                 quantization=None) -> bytes:
+                 quantization=None, metadata: dict[str, str] | None = None) -> bytes:
+    """The Arrow IPC stream of a tensor (SPEC.md section 10); ``metadata`` replaces schema metadata values
+    (invalid cases)."""
     import pyarrow as pa
 
     n, d = shape
@@ -293,6 +295,7 @@ def arrow_stream(dtype: str, shape: list[int], data: bytes, model=None, prompt_t
         meta["densewire.total_tokens"] = str(total_tokens)
     if quantization is not None:
         meta["densewire.quantization"] = quantization
+    meta.update(metadata or {})
     field_meta = {"densewire.dtype": dtype}
     if dtype == "binary":
         typ = pa.binary(row_bytes(dtype, d))
@@ -439,6 +442,10 @@ def invalid_cases(spec: dict, valid: dict[str, dict]) -> list[dict]:
                 body = mp_map([tuple(f) for f in c["msgpack"]])
             elif "protobuf" in c:
                 body = b"".join(pb_field(*f) for f in c["protobuf"])
+            elif "arrow" in c:  # a well-formed stream by the reference writer, with the metadata given
+                a = c["arrow"]
+                body = arrow_stream(a["dtype"], a["shape"], bytes.fromhex(a["data"]), a.get("model"),
+                                    metadata=a.get("metadata"))
             else:
                 raise SystemExit(f"{case['id']}: no input")
             body += bytes.fromhex(c.get("append_hex", ""))

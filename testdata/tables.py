@@ -302,6 +302,11 @@ def invalid_table_cases(spec: dict, valid: dict[str, dict]) -> list[dict]:
             case["columns"] = c["columns"]
         if "text" in c:
             case["input_text"] = c["text"]
+        elif "body_hex" in c:
+            case["input_hex"] = bytes.fromhex(c["body_hex"]).hex()
+        elif "arrow" in c:  # a well-formed stream by the reference writer (pyarrow), of the columns given
+            a = c["arrow"]
+            case["input_hex"] = arrow_table(a["table"], a["columns"], len(a["columns"][0]["values"])).hex()
         elif "truncate" in c:
             src, length = c["truncate"]
             body = bytes.fromhex(valid[src]["encoded_hex"])

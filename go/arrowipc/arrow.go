@@ -18,6 +18,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -231,6 +232,15 @@ func readStream(body []byte) (*arrow.Schema, []arrow.RecordBatch, func(), *dense
 		rec := r.RecordBatch()
 		rec.Retain()
 		batches = append(batches, rec)
+		// a batch's length and its columns' lengths must agree (pyarrow: "Array length did not match
+		// record batch length"); arrow-go does not check (found by Jazzer on Arrow Java, Java finding 5)
+		for i, col := range rec.Columns() {
+			if rec.NumRows() < 0 || int64(col.Len()) != rec.NumRows() {
+				release()
+				return nil, nil, nil, fail(densewire.Malformed, "", "a record batch of "+strconv.FormatInt(rec.NumRows(), 10)+
+					" rows has a column "+strconv.Itoa(i)+" of "+strconv.Itoa(col.Len()))
+			}
+		}
 	}
 	if err := r.Err(); err != nil {
 		release()
@@ -240,7 +250,55 @@ func readStream(body []byte) (*arrow.Schema, []arrow.RecordBatch, func(), *dense
 		return nil, nil, nil, &densewire.Error{Category: densewire.Truncated, Offset: len(body),
 			Message: "the Arrow stream ends before its record batch"}
 	}
+	// framing first (truncated), then structure (malformed), then meaning: SPEC.md section 10
+	if e := schemaUTF8(r.Schema()); e != nil {
+		release()
+		return nil, nil, nil, e
+	}
 	return r.Schema(), batches, release, nil
+}
+
+// schemaUTF8 checks that every name, metadata key and metadata value of the schema (its fields',
+// nested ones included) is UTF-8: otherwise the stream is Malformed (SPEC.md section 10, structure is
+// checked before meaning), not a table or tensor with U+FFFD in its names.
+func schemaUTF8(schema *arrow.Schema) *densewire.Error {
+	bad := func(what string) *densewire.Error {
+		return fail(densewire.Malformed, "", "the Arrow schema's "+what+" is not valid UTF-8")
+	}
+	meta := func(md arrow.Metadata, of string) *densewire.Error {
+		for i, k := range md.Keys() {
+			if !utf8.ValidString(k) || !utf8.ValidString(md.Values()[i]) {
+				return bad("metadata of " + of)
+			}
+		}
+		return nil
+	}
+	var field func(f arrow.Field, of string) *densewire.Error
+	field = func(f arrow.Field, of string) *densewire.Error {
+		if !utf8.ValidString(f.Name) {
+			return bad("name of " + of)
+		}
+		if e := meta(f.Metadata, of); e != nil {
+			return e
+		}
+		if nested, ok := f.Type.(arrow.NestedType); ok {
+			for j, child := range nested.Fields() {
+				if e := field(child, of+" child "+strconv.Itoa(j)); e != nil {
+					return e
+				}
+			}
+		}
+		return nil
+	}
+	if e := meta(schema.Metadata(), "the schema"); e != nil {
+		return e
+	}
+	for i, f := range schema.Fields() {
+		if e := field(f, "field "+strconv.Itoa(i)); e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // boundedAllocator refuses allocations beyond what a stream of this size can need (64 times its

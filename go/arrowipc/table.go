@@ -85,7 +85,7 @@ func DecodeTable(body []byte) (t *densewire.Table, err error) {
 			return nil, e
 		}
 		if spec.Name == "" || seen[spec.Name] {
-			return nil, fail(densewire.InvalidField, spec.Name, "column "+strconv.Itoa(i)+": column names must be non-empty and unique")
+			return nil, fail(densewire.InvalidField, "columns["+strconv.Itoa(i)+"].name", "column "+strconv.Itoa(i)+": column names must be non-empty and unique")
 		}
 		seen[spec.Name] = true
 		c := &t.Columns[i]

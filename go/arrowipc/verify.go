@@ -150,6 +150,11 @@ func (f fbuf) schemaField(t, depth int) bool {
 }
 
 func (f fbuf) recordBatch(t int) bool {
+	// length: arrow-go takes a negative length for "count the rows of the columns" (found by Jazzer on
+	// Arrow Java, Java finding 5); the format has no such length
+	if l, ok := f.field(t, 0); !ok || (l != 0 && (l > len(f.b)-8 || int64(binary.LittleEndian.Uint64(f.b[l:])) < 0)) {
+		return false
+	}
 	_, _, ok1 := f.vector(t, 1, 16) // nodes
 	_, _, ok2 := f.vector(t, 2, 16) // buffers
 	c, ok3 := f.subtable(t, 3)      // compression

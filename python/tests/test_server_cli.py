@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from densewire._server.cli import add_serve_arguments, add_serve_command, config_from_args
-from densewire._server.config import SETTINGS, ServerConfig, config_from_env, config_to_env, env_name, validate
+from densewire._server.config import (SETTINGS, ServerConfig, config_from_env, config_to_env, cores, env_name,
+                                     model_threads_for, validate)
 from server_support import ServerProcess, free_port
 
 
@@ -95,10 +96,24 @@ def test_bad_cors_origins_say_what_is_wrong(text: str, word: str) -> None:
 @pytest.mark.parametrize("changes, word", [
     ({"port": 70000}, "port"), ({"workers": 0}, "workers"), ({"max_batch_tokens": 0}, "max-batch-tokens"),
     ({"prewarm_interval": 5}, "prewarm"), ({"redis_timeout": 0}, "redis-timeout"),
+    ({"model_threads": -1}, "model-threads"),
 ])
 def test_validate(changes, word) -> None:
     with pytest.raises(ValueError, match=word):
         validate(ServerConfig(**changes))
+
+
+def test_model_threads_default_fills_the_cores(monkeypatch) -> None:
+    """0 (the default): one call when a call uses every core, else cores / --blas-threads; a value given wins."""
+    monkeypatch.setattr("densewire._server.config.cores", lambda: 8)
+    assert parse([]).model_threads == 0
+    assert model_threads_for(ServerConfig()) == 1
+    assert model_threads_for(ServerConfig(blas_threads=1)) == 8
+    assert model_threads_for(ServerConfig(blas_threads=3)) == 2
+    assert model_threads_for(ServerConfig(blas_threads=16)) == 1
+    assert model_threads_for(ServerConfig(blas_threads=1, model_threads=3)) == 3
+    monkeypatch.undo()
+    assert 1 <= cores() <= (__import__("os").cpu_count() or 1)
 
 
 def test_bad_env_value_names_variable() -> None:

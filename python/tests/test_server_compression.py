@@ -6,6 +6,7 @@ import asyncio
 import gzip
 import os
 import resource
+import zlib
 
 import brotli
 import pytest
@@ -31,6 +32,11 @@ def read(data: bytes, encoding: str | None, *, size: int = 4096, limit: int = LI
 PAYLOAD = os.urandom(3000) + b"x" * 200_000 + os.urandom(3000)
 
 
+def _raw_deflate(data: bytes) -> bytes:
+    c = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return c.compress(data) + c.flush()
+
+
 @pytest.mark.parametrize("size", [1, 7, 4096, 1 << 20])
 @pytest.mark.parametrize("encoding, packed", [
     (None, PAYLOAD),
@@ -40,6 +46,9 @@ PAYLOAD = os.urandom(3000) + b"x" * 200_000 + os.urandom(3000)
     ("x-gzip", gzip.compress(PAYLOAD)),
     ("zstd", zstandard.ZstdCompressor().compress(PAYLOAD)),
     ("zstd", zstandard.ZstdCompressor(write_content_size=False).compress(PAYLOAD)),
+    ("br", brotli.compress(PAYLOAD)),
+    ("deflate", zlib.compress(PAYLOAD)),  # RFC 9110's deflate: the zlib format
+    ("deflate", _raw_deflate(PAYLOAD)),  # what some clients send instead: a bare deflate stream
 ])
 def test_round_trip_any_chunking(encoding, packed, size) -> None:
     if size == 1 and len(packed) > 50_000:
@@ -54,18 +63,26 @@ def test_gzip_multi_member() -> None:
 def _bomb(encoding: str, total: int) -> bytes:
     """``total`` zero bytes compressed, made chunk by chunk so that this test's own memory stays low."""
     chunk = b"\0" * (1 << 20)
-    if encoding == "gzip":
-        import zlib
-
-        c = zlib.compressobj(9, zlib.DEFLATED, 31)
-        parts = [c.compress(chunk) for _ in range(total // len(chunk))]
-        return b"".join(parts) + c.flush()
-    c = zstandard.ZstdCompressor(level=3).compressobj()
+    c = {"gzip": lambda: zlib.compressobj(9, zlib.DEFLATED, 31),
+         "deflate": lambda: zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS),
+         "zstd": lambda: zstandard.ZstdCompressor(level=3).compressobj(),
+         "br": lambda: _BrotliCompressObj()}[encoding]()
     parts = [c.compress(chunk) for _ in range(total // len(chunk))]
     return b"".join(parts) + c.flush()
 
 
-@pytest.mark.parametrize("encoding", ["gzip", "zstd"])
+class _BrotliCompressObj:
+    def __init__(self) -> None:
+        self._c = brotli.Compressor(quality=5)
+
+    def compress(self, data: bytes) -> bytes:
+        return self._c.process(data)
+
+    def flush(self) -> bytes:
+        return self._c.finish()
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "zstd"])
 def test_bomb_is_never_inflated(encoding) -> None:
     bomb = _bomb(encoding, 512 << 20)  # 512 MiB of zeros in well under 1 MiB
     assert len(bomb) < LIMIT
@@ -96,7 +113,17 @@ def test_declared_length_over_limit_fails_before_reading() -> None:
         asyncio.run(read_body(never(), limit=10, content_encoding=None, content_length="11"))
 
 
-@pytest.mark.parametrize("encoding", ["br", "deflate", "compress", "gzip, zstd", "bogus"])
+def test_one_br_chunk_is_inflated_a_block_at_a_time() -> None:
+    """The whole bomb in one chunk: brotli yields it a block at a time, so the limit stops it early."""
+    bomb = _bomb("br", 256 << 20)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(PayloadTooLargeError):
+        read(bomb, "br", size=len(bomb))
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 64 * 1024, f"peak memory grew by {grown_kib} KiB"
+
+
+@pytest.mark.parametrize("encoding", ["compress", "gzip, zstd", "x-deflate", "bogus"])
 def test_unsupported_encoding(encoding) -> None:
     with pytest.raises(UnsupportedMediaTypeError) as ei:
         read(b"{}", encoding)
@@ -108,6 +135,15 @@ def test_unsupported_encoding(encoding) -> None:
     ("gzip", gzip.compress(b"x" * 1000)[:-9]),
     ("gzip", b""),
     ("zstd", b"not zstd at all"),
+    ("br", b"not brotli at all"),
+    ("br", brotli.compress(b"x" * 1000)[:-3]),
+    ("br", brotli.compress(b"x") + b"trailing"),
+    ("br", b""),
+    ("deflate", b"not deflate at all"),
+    ("deflate", zlib.compress(b"x" * 1000)[:-5]),
+    ("deflate", zlib.compress(b"x") + b"trailing"),
+    ("deflate", b""),
+    ("deflate", b"\x78"),
 ])
 def test_corrupt_streams(encoding, data) -> None:
     with pytest.raises(MalformedError) as ei:

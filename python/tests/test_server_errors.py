@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import gzip
+import zlib
 from typing import Any
 
+import brotli
 import httpx
 import orjson
 import pytest
@@ -87,8 +89,12 @@ CASES: dict[str, tuple[bytes, dict[str, str], int, str, str | None]] = {
                           "Content-Type"),
     "content_type_form": (b"input=a", {"Content-Type": "application/x-www-form-urlencoded"}, 415,
                           "unsupported_media_type", "Content-Type"),
-    "content_encoding_br": (J({"input": "a"}), {**JSON, "Content-Encoding": "br"}, 415,
-                            "unsupported_media_type", "Content-Encoding"),
+    "content_encoding_compress": (J({"input": "a"}), {**JSON, "Content-Encoding": "compress"}, 415,
+                                  "unsupported_media_type", "Content-Encoding"),
+    "content_encoding_corrupt_br": (b"not brotli", {**JSON, "Content-Encoding": "br"}, 400,
+                                    "malformed", "Content-Encoding"),
+    "content_encoding_corrupt_deflate": (b"not deflate", {**JSON, "Content-Encoding": "deflate"}, 400,
+                                         "malformed", "Content-Encoding"),
     "content_encoding_corrupt_gzip": (b"\x1f\x8b\x08\x00garbage", {**JSON, "Content-Encoding": "gzip"}, 400,
                                       "malformed", "Content-Encoding"),
     "content_encoding_truncated_gzip": (gzip.compress(J({"input": "a"}))[:-6], {**JSON, "Content-Encoding": "gzip"},
@@ -100,6 +106,10 @@ CASES: dict[str, tuple[bytes, dict[str, str], int, str, str | None]] = {
                   {**JSON, "Content-Encoding": "gzip"}, 413, "payload_too_large", None),
     "zstd_bomb": (zstandard.ZstdCompressor(level=19).compress(b'{"input": "' + b"a" * (MAX_BODY * 500) + b'"}'),
                   {**JSON, "Content-Encoding": "zstd"}, 413, "payload_too_large", None),
+    "br_bomb": (brotli.compress(b'{"input": "' + b"a" * (MAX_BODY * 500) + b'"}', quality=5),
+                {**JSON, "Content-Encoding": "br"}, 413, "payload_too_large", None),
+    "deflate_bomb": (zlib.compress(b'{"input": "' + b"a" * (MAX_BODY * 50) + b'"}', 9),
+                     {**JSON, "Content-Encoding": "deflate"}, 413, "payload_too_large", None),
     "accept_unsupported": (J({"input": "a"}), {**JSON, "Accept": "text/html"}, 406, "not_acceptable", "Accept"),
 }
 
@@ -174,7 +184,9 @@ def test_compressed_request_bodies(server, client) -> None:
     doc = J({"input": ["compressed", "request"]})
     plain = client.post(server.url + "/v1/embeddings", content=doc, headers=JSON).json()
     for enc, data in (("gzip", gzip.compress(doc)), ("zstd", zstandard.ZstdCompressor().compress(doc)),
-                      ("identity", doc), ("gzip", gzip.compress(doc[:10]) + gzip.compress(doc[10:]))):
+                      ("identity", doc), ("gzip", gzip.compress(doc[:10]) + gzip.compress(doc[10:])),
+                      ("br", brotli.compress(doc)), ("deflate", zlib.compress(doc)),
+                      ("deflate", zlib.compress(doc)[2:-4])):  # the last: a bare deflate stream (RFC 1951)
         r = client.post(server.url + "/v1/embeddings", content=data, headers={**JSON, "Content-Encoding": enc})
         assert r.status_code == 200, (enc, r.text)
         assert r.json()["data"] == plain["data"]

@@ -12,6 +12,7 @@ import os
 import zlib
 from typing import Any
 
+import brotli
 import orjson
 import pytest
 import zstandard
@@ -85,6 +86,8 @@ def _encode(body: bytes, coding: str) -> bytes:
         return zstandard.ZstdCompressor().compress(body)
     if coding == "deflate":
         return zlib.compress(body)
+    if coding == "br":
+        return brotli.compress(body)
     return body
 
 

@@ -27,8 +27,34 @@ def test_document_shape(server) -> None:
     doc = httpx.get(server.url + "/openapi.json").json()
     assert doc["openapi"] == "3.0.3"
     assert doc["components"]["schemas"]["EmbeddingsRequest"]["additionalProperties"] is False
-    assert set(doc["paths"]) == {"/v1/embeddings", "/v1/models", "/v1/models/{model_id}", "/v1/quantization/{id}", "/health",
+    assert set(doc["paths"]) == {"/v1/embeddings", "/v1/models", "/v1/models/{model_id}", "/v1/quantization/{id}",
+                                 "/health", "/ready",
                                  "/metrics", "/openapi.json", "/v1/tables", "/v1/tables/{name}", "/demo/"}
+
+
+def test_document_lists_overload_and_readiness(server) -> None:
+    """Issue 14: the 429 of bounded admission (with Retry-After) and the readiness route are documented,
+    and /ready's answer has the documented fields."""
+    doc = httpx.get(server.url + "/openapi.json").json()
+    answers = doc["paths"]["/v1/embeddings"]["post"]["responses"]
+    for status in ("429", "503"):
+        assert answers[status]["headers"]["Retry-After"]["schema"]["type"] == "integer"
+        assert answers[status]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorEnvelope"}
+    assert "--max-concurrent-requests" in answers["429"]["description"]
+    assert "draining" in answers["503"]["description"]
+    ready = doc["paths"]["/ready"]["get"]
+    assert ready["description"] and ready["security"] == []
+    assert set(ready["responses"]) == {"200", "503"}
+    for answer in ready["responses"].values():
+        assert answer["description"]
+    schema = ready["responses"]["200"]["content"]["application/json"]["schema"]
+    got = httpx.get(server.url + "/ready")
+    assert got.status_code == 200
+    body = got.json()
+    assert set(schema["required"]) <= set(body) <= set(schema["properties"])
+    assert body["status"] in schema["properties"]["status"]["enum"]
+    health = doc["paths"]["/health"]["get"]
+    assert "liveness" in health["description"].lower() and "/ready" in health["description"]
 
 
 def _schemathesis() -> list[str]:

@@ -34,6 +34,7 @@ class GoldenTest < Minitest::Test
     when "raw" then Densewire::Raw.decode(body, c["headers"] || {})
     when "msgpack" then Densewire::Msgpack.decode(body)
     when "protobuf" then Densewire::Protobuf.decode(body, message: c["message"] || "Tensor")
+    when "arrow" then Densewire::Arrow.decode(body)
     else flunk "no binary decoder for #{c["format"]}"
     end
   end
@@ -117,7 +118,7 @@ class GoldenTest < Minitest::Test
           case c["format"]
           when "base64"
             Densewire::Base64.decode(c["input_text"], dtype: c["dtype"], shape: c["shape"], byteorder: c["byteorder"])
-          when "json" then Densewire::JSONEnvelope.decode(c["input_text"])
+          when "json" then Densewire::JSONEnvelope.decode(c["input_text"] || [c["input_hex"]].pack("H*"))
           else decode_body(c, [c["input_hex"]].pack("H*"))
           end
         end

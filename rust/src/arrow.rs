@@ -170,7 +170,12 @@ pub fn decode_arrow(body: Bytes) -> Result<Embeddings> {
                 }
             }
             let width = *width as usize;
-            let dims = match meta.get("densewire.dimensions").and_then(|d| d.parse::<usize>().ok()) {
+            let dims = match meta
+                .get("densewire.dimensions")
+                .map(|d| count(d, "densewire.dimensions"))
+                .transpose()?
+                .map(|d| d as usize)
+            {
                 Some(d) if d.div_ceil(8) == width => d,
                 Some(d) => {
                     return Err(err(
@@ -202,11 +207,20 @@ pub fn decode_arrow(body: Bytes) -> Result<Embeddings> {
     let usage = match (meta.get("densewire.prompt_tokens"), meta.get("densewire.total_tokens")) {
         (None, None) => None,
         (p, t) => Some(Usage {
-            prompt_tokens: p.and_then(|v| v.parse().ok()).unwrap_or(0),
-            total_tokens: t.and_then(|v| v.parse().ok()).unwrap_or(0),
+            prompt_tokens: p.map(|v| count(v, "densewire.prompt_tokens")).transpose()?.unwrap_or(0),
+            total_tokens: t.map(|v| count(v, "densewire.total_tokens")).transpose()?.unwrap_or(0),
         }),
     };
     Ok(Embeddings { tensor, model, usage })
+}
+
+/// A metadata value that must be a decimal count (SPEC.md section 10): anything else, `6.4e1` or
+/// `many`, is `invalid_field` on its key rather than a default.
+fn count(value: &str, key: &'static str) -> Result<u64> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(err(ErrorKind::InvalidField, format!("{key} must be a decimal count, got {value:?}")).field(key));
+    }
+    value.parse::<u64>().map_err(|_| err(ErrorKind::InvalidField, format!("{key} {value} is out of range")).field(key))
 }
 
 /// The little-endian bytes of one batch's column, sharing arrow's buffer.

@@ -263,7 +263,11 @@ fn decode_invalid(c: &Value) -> Result<(), Error> {
             let response = c.get("message").and_then(Value::as_str) == Some("EmbeddingsResponse");
             Embeddings::decode(Format::Protobuf, &[("", "")], body().into(), response).map(drop)
         }
-        "json" => decode_json(s(c, "input_text").as_bytes()).map(drop),
+        "json" => match c.get("input_hex") {
+            Some(_) => decode_json(&body()).map(drop), // bytes that are not UTF-8 text
+            None => decode_json(s(c, "input_text").as_bytes()).map(drop),
+        },
+        "arrow" => Embeddings::decode(Format::Arrow, &[("", "")], body().into(), false).map(drop),
         other => panic!("unknown invalid format {other}"),
     }
 }

@@ -149,12 +149,20 @@ export async function decodeArrow(body: Uint8Array | ArrayBuffer): Promise<Embed
       at += p.length;
     }
   }
+  if (out.byteLength < n * rowBytes(dtype, d)) {
+    // SPEC.md section 10: a buffer shorter than the batch's rows need is malformed (structure)
+    throw new DensewireError("malformed", `the embedding buffers hold ${out.byteLength} bytes, ${n} rows need ${n * rowBytes(dtype, d)}`);
+  }
   checkLength(out.byteLength, n * rowBytes(dtype, d), "embedding");
   const result = { dtype, shape: [n, d], data: out } as Embeddings;
   const model = meta.get("densewire.model");
   if (model !== undefined) result.model = model;
   const pt = meta.get("densewire.prompt_tokens");
   const tt = meta.get("densewire.total_tokens");
+  // SPEC.md section 10: counts are decimal; "many" or "6.4e1" is invalid_field on the key
+  for (const [key, v] of [["densewire.prompt_tokens", pt], ["densewire.total_tokens", tt]] as const) {
+    if (v !== undefined && !/^[0-9]+$/.test(v)) throw new DensewireError("invalid_field", `must be a decimal count, got ${JSON.stringify(v)}`, { field: key });
+  }
   if (pt !== undefined && tt !== undefined) result.usage = { prompt_tokens: Number(pt), total_tokens: Number(tt) };
   const quantization = meta.get("densewire.quantization");
   if (quantization !== undefined) result.quantization = quantization;

@@ -141,6 +141,9 @@ function field(t: Table, depth: number): void {
 }
 
 function recordBatch(t: Table): void {
+  // a negative length: apache-arrow counts the rows of the columns instead (Java finding 5)
+  const length = t.field(0);
+  if (length !== 0 && t.m.u32(length + 4, "the batch length") >= 2 ** 31) t.m.fail("the record batch has a negative length");
   t.vector(1, 16, "the field nodes");
   t.vector(2, 16, "the buffers");
   t.child(3, "the compression");
@@ -153,28 +156,39 @@ function recordBatch(t: Table): void {
  * reader (its own error); one whose tables or vectors reach outside it is `malformed`; a body longer
  * than the bytes left is `truncated` (offset: the stream's length).
  */
-export function checkArrowStream(bytes: Uint8Array): void {
+export function checkArrowStream(bytes: Uint8Array): { unnamed: number[] } {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const unnamed: number[] = []; // the schema's top-level fields without a name (apache-arrow says "null")
+  const truncated = (what: string) =>
+    new DensewireError("truncated", `the Arrow stream ends inside ${what}: ${bytes.length} bytes`, { offset: bytes.length });
   let pos = 0;
   while (pos + 4 <= bytes.length) {
     const at = pos;
     let size = view.getInt32(pos, true);
     pos += 4;
     if (size === -1) {
-      if (pos + 4 > bytes.length) return;
+      if (pos + 4 > bytes.length) throw truncated(`the prefix of the message at offset ${at}`);
       size = view.getInt32(pos, true);
       pos += 4;
     }
-    if (size === 0) return; // end of stream
+    if (size === 0) return { unnamed }; // end of stream
     if (size < 0) throw new DensewireError("malformed", `the Arrow message at offset ${at} has a negative metadata length ${size}`, { offset: at });
-    if (pos + size > bytes.length) return; // cut short: the reader says so
+    // SPEC.md section 10, framing first: metadata announced past the end is truncated, never read
+    if (pos + size > bytes.length) throw truncated(`the ${size}-byte metadata of the message at offset ${at}`);
     const m = new Metadata(bytes.subarray(pos, pos + size), at);
     const message = m.table(m.u32(0, "the root offset"), "the message");
     const header = message.child(2, "the message header");
     switch (message.u8(1)) {
       case 1: // Schema
         if (header === undefined) break;
-        for (const f of header.tables(1, "the schema's fields")) field(f, 0);
+        {
+          let i = 0;
+          for (const f of header.tables(1, "the schema's fields")) {
+            if (f.field(0) === 0) unnamed.push(i);
+            field(f, 0);
+            i++;
+          }
+        }
         keyValues(header, 2, "the schema metadata");
         header.vector(3, 8, "the schema features");
         break;
@@ -198,4 +212,5 @@ export function checkArrowStream(bytes: Uint8Array): void {
     }
     pos += body;
   }
+  return { unnamed };
 }

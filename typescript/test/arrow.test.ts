@@ -92,7 +92,9 @@ describe("Arrow IPC", () => {
   });
 
   it("rejects what does not carry a densewire tensor", async () => {
-    await assertDensewireErrorAsync(() => decodeArrow(Uint8Array.from([1, 2, 3, 4, 5, 6, 7, 8, 9])), { category: "malformed" });
+    // a legacy prefix announcing 67,305,985 bytes of metadata in 9 bytes: framing first (SPEC.md section 10)
+    await assertDensewireErrorAsync(() => decodeArrow(Uint8Array.from([1, 2, 3, 4, 5, 6, 7, 8, 9])), { category: "truncated", offset: 9 });
+    await assertDensewireErrorAsync(() => decodeArrow(Uint8Array.from([0xfe, 0xff, 0xff, 0xff, 5, 6, 7, 8, 9])), { category: "malformed" });
     await assertDensewireErrorAsync(() => decodeArrow(stream({ vector: f32List([1, 2], 2) })), { category: "invalid_field", field: "embedding" });
     await assertDensewireErrorAsync(() => decodeArrow(stream({ embedding: f32List([1, 2], 2) }, 1, { "densewire.dtype": "float16" })), {
       category: "invalid_field",

@@ -270,7 +270,7 @@ module Densewire
 
         dtype = "binary"
         width = fb.scalar(type, 0, "l<", 0)
-        d = meta["densewire.dimensions"]&.then { |s| Integer(s, exception: false) } || 8 * width
+        d = meta.key?("densewire.dimensions") ? count(meta, "densewire.dimensions") : 8 * width
         unless Dtype.row_bytes("binary", d) == width
           raise InvalidFieldError.new("FixedSizeBinary(#{width}) cannot hold #{d} bits", field: "densewire.dimensions")
         end
@@ -279,9 +279,19 @@ module Densewire
       end
       raise InvalidFieldError.new("negative list size #{d}", field: "embedding") if d.negative?
       usage = if meta.key?("densewire.prompt_tokens") || meta.key?("densewire.total_tokens")
-                Usage.new(prompt_tokens: meta["densewire.prompt_tokens"]&.to_i, total_tokens: meta["densewire.total_tokens"]&.to_i)
+                Usage.new(prompt_tokens: meta.key?("densewire.prompt_tokens") ? count(meta, "densewire.prompt_tokens") : nil,
+                          total_tokens: meta.key?("densewire.total_tokens") ? count(meta, "densewire.total_tokens") : nil)
               end
       { dtype: dtype, d: d, model: meta["densewire.model"], usage: usage, quantization: meta["densewire.quantization"] }
+    end
+
+    # A metadata value that must be a decimal count (SPEC.md section 10): "6.4e1" or "many" is
+    # invalid_field on its key, not a default.
+    def count(meta, key)
+      value = meta[key]
+      raise InvalidFieldError.new("must be a decimal count, got #{value.inspect}", field: key) unless value.to_s.match?(/\A[0-9]+\z/)
+
+      Integer(value, 10)
     end
 
     def item_dtype(fb, type_id, type, declared)
@@ -315,7 +325,9 @@ module Densewire
       if offset.negative? || length.negative? || offset + length > payload.bytesize
         raise MalformedError.new("a buffer lies outside the message body", offset: at)
       end
-      Dtype.check_length!(length, expected, field: "embedding") if length < expected
+      if length < expected # SPEC.md section 10: a buffer shorter than the batch's row count needs is malformed
+        raise MalformedError.new("the embedding buffer holds #{length} bytes, #{n} rows need #{expected}", offset: at)
+      end
       [n, payload.byteslice(offset, expected)]
     end
 

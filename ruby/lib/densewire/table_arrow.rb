@@ -76,7 +76,7 @@ module Densewire
       meta = fb.key_values(schema, 2)
       fields = fb.tables(schema, 1).each_with_index.map do |field, k|
         name = fb.string(field, 0).to_s
-        raise InvalidFieldError.new("column #{k} has no name", field: "columns[#{k}]") if name.empty?
+        raise InvalidFieldError.new("column #{k} has no name", field: "columns[#{k}].name") if name.empty?
         raise MalformedError.new("column #{k}'s name is not valid UTF-8", field: "columns[#{k}]") unless name.valid_encoding?
 
         field_meta = fb.key_values(field, 6)

@@ -89,10 +89,11 @@ export async function decodeTableArrow(body: Uint8Array | ArrayBuffer, options: 
   // in the legacy format, a positive metadata length; apache-arrow reads anything else as an empty table
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const head = bytes.length >= 8 ? dv.getInt32(0, true) : 0;
-  if (head !== -1 && !(head > 0 && head + 4 <= bytes.length)) {
+  if (head !== -1 && !(head > 0)) {
     throw new DensewireError("malformed", "not an Arrow IPC stream (no schema message at the start)", { offset: 0 });
   }
-  checkArrowStream(bytes);
+  // (a metadata length past the end is truncated: checkArrowStream, SPEC.md section 10's framing)
+  const { unnamed } = checkArrowStream(bytes);
   let t: InstanceType<ArrowModule["Table"]>;
   try {
     t = A.tableFromIPC(bytes);
@@ -155,8 +156,8 @@ export async function decodeTableArrow(body: Uint8Array | ArrayBuffer, options: 
   // SPEC.md section 15.1: names are unique and non-empty; Arrow allows "" and repeats (found by fuzzing)
   const seen = new Set<string>();
   columns.forEach((c, i) => {
-    if (c.name === "" || seen.has(c.name)) {
-      throw new DensewireError("invalid_field", `column ${i} needs a unique non-empty name, got ${JSON.stringify(c.name)}`, { field: `columns[${i}].name` });
+    if (c.name === "" || seen.has(c.name) || unnamed.includes(i)) {
+      throw new DensewireError("invalid_field", `column ${i} needs a unique non-empty name, got ${unnamed.includes(i) ? "none" : JSON.stringify(c.name)}`, { field: `columns[${i}].name` });
     }
     seen.add(c.name);
   });

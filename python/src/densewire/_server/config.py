@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 
 from .tables.config import parse_compression, table_specs
 
-__all__ = ["ServerConfig", "SETTINGS", "Setting", "config_from_env", "config_to_env", "env_name"]
+__all__ = ["ServerConfig", "SETTINGS", "Setting", "config_from_env", "config_to_env", "cores", "env_name",
+           "model_threads_for"]
 
 MiB = 1 << 20
 
@@ -102,7 +103,7 @@ class ServerConfig:
     max_body_bytes: int = 16 * MiB
     max_concurrent_requests: int = 128
     request_timeout: float = 30.0
-    model_threads: int = 1
+    model_threads: int = 0  # 0: model_threads_for(cfg), as many calls as the cores hold
     blas_threads: int = 0
     engine: str | None = None  # issue 19: None = onnx, or numpy where onnxruntime is not installed
     quantize: str = "none"
@@ -162,8 +163,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("request_timeout", float, "seconds an admitted embeddings request may take until the model "
             "answered it; past it, or when its client has gone, it leaves the queue without using the "
             "model, with 503 and Retry-After (default 30; 0 = no deadline)", "SECONDS"),
-    Setting("model_threads", int, "model calls running at the same time (default 1); each call "
-            "uses --blas-threads intra-op threads", "N"),
+    Setting("model_threads", int, "model calls running at the same time; each call uses --blas-threads "
+            "intra-op threads (default 0: as many calls as the cores hold, cores / --blas-threads: 1 with "
+            "the default --blas-threads 0, one per core with --blas-threads 1, so that a request arriving "
+            "while a call runs does not wait for it)", "N"),
     Setting("blas_threads", int, "intra-op threads of one model call: ONNX Runtime's "
             "intra_op_num_threads with --engine onnx, the BLAS library's (OpenBLAS, MKL) threads with "
             "--engine numpy (default 0: one per core; 1 is best on a machine shared with other work)",
@@ -246,6 +249,24 @@ def config_to_env(cfg: ServerConfig) -> dict[str, str]:
     return out
 
 
+def cores() -> int:
+    """The CPUs this process may run on (its affinity mask, which a container's cpuset narrows)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def model_threads_for(cfg: ServerConfig) -> int:
+    """``--model-threads``, or when 0 (the default) as many model calls as the cores hold at
+    ``--blas-threads`` threads each: 1 when a call already uses every core (``--blas-threads 0``)."""
+    if cfg.model_threads > 0:
+        return cfg.model_threads
+    if cfg.blas_threads <= 0:
+        return 1
+    return max(1, cores() // cfg.blas_threads)
+
+
 def validate(cfg: ServerConfig) -> None:
     """Raise ValueError naming the setting when a value is out of range."""
     checks = (
@@ -255,7 +276,7 @@ def validate(cfg: ServerConfig) -> None:
         ("max_batch_wait_ms", cfg.max_batch_wait_ms >= 0, "must not be negative"),
         ("max_client_batch_size", cfg.max_client_batch_size >= 1, "must be at least 1"),
         ("max_body_bytes", cfg.max_body_bytes >= 1, "must be at least 1"),
-        ("model_threads", cfg.model_threads >= 1, "must be at least 1"),
+        ("model_threads", cfg.model_threads >= 0, "must not be negative"),
         ("max_concurrent_requests", cfg.max_concurrent_requests >= 1, "must be at least 1"),
         ("request_timeout", cfg.request_timeout >= 0, "must not be negative"),
         ("blas_threads", cfg.blas_threads >= 0, "must not be negative"),

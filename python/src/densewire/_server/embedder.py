@@ -22,7 +22,7 @@ from densewire import InvalidFieldError, UnavailableError
 
 from .batcher import MicroBatcher
 from .cache import MemoryCache, RedisCache, redis_key
-from .config import ServerConfig
+from .config import ServerConfig, model_threads_for
 from .limits import char_bound, clip_text
 from .logs import log
 from .metrics import Metrics
@@ -70,11 +70,12 @@ class Embedder:
         if cfg.redis_url:
             self.redis = RedisCache(cfg.redis_url, ttl=cfg.redis_ttl, timeout=cfg.redis_timeout,
                                     on_state=self._redis_state)
-        self._model_pool = ThreadPoolExecutor(cfg.model_threads, thread_name_prefix="densewire-model")
+        self.model_threads = model_threads_for(cfg)
+        self._model_pool = ThreadPoolExecutor(self.model_threads, thread_name_prefix="densewire-model")
         self.batcher = MicroBatcher(
             backend.embed, self._model_pool,
             max_batch_tokens=cfg.max_batch_tokens, max_wait=cfg.max_batch_wait_ms / 1000.0,
-            concurrency=cfg.model_threads, metrics=metrics,
+            concurrency=self.model_threads, metrics=metrics,
         )
         # text -> (future of a chunk's native vectors, row in the chunk) while a model call runs
         self._inflight: dict[str, tuple[asyncio.Future, int]] = {}

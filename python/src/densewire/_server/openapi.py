@@ -23,6 +23,10 @@ def _error_response(description: str) -> dict[str, Any]:
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}}
 
 
+def _error_response_with(description: str, headers: dict[str, Any]) -> dict[str, Any]:
+    return {**_error_response(description), "headers": headers}
+
+
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     """Optional fields also accept null (meaning: the default), as many OpenAI clients send it."""
     out = dict(schema, nullable=True)
@@ -236,6 +240,21 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
         ok_content[MEDIA_TYPES[fmt]] = _BINARY
     for alias in MEDIA_TYPE_ALIASES:
         ok_content[alias] = _BINARY
+    retry_after = {"description": "seconds to wait before retrying: on a 429, and on the 503 of a request that "
+                                  "waited past --request-timeout, one mean request duration at the recent pace (at "
+                                  "least 1); on the 503 of a draining server, 1",
+                   "schema": {"type": "integer", "minimum": 0}}
+    ready_schema = {
+        "type": "object", "required": ["status", "admitted", "max_concurrent_requests", "draining"],
+        "properties": {
+            "status": {"type": "string", "enum": ["ready", "unavailable"]},
+            "admitted": {"type": "integer", "minimum": 0,
+                         "description": "embeddings requests being processed or waiting for the model"},
+            "max_concurrent_requests": {"type": "integer", "minimum": 1},
+            "draining": {"type": "boolean"},
+            "reason": {"type": "string", "description": "why not ready (503 only)"},
+        },
+    }
     auth_errors = {"401": _error_response("missing or wrong API key")} if api_key else {}
     security = [{"bearer": []}] if api_key else []
 
@@ -270,7 +289,14 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                     "413": _error_response("body (or decompressed body) too large"),
                     "415": _error_response("unsupported Content-Type or Content-Encoding"),
                     "422": _error_response("a field is missing, of the wrong type, out of range or unknown"),
-                    "503": _error_response("the model is not ready or failed"),
+                    "429": _error_response_with(
+                        "rate_limited: --max-concurrent-requests requests are already being processed or "
+                        "waiting for the model; retry after Retry-After seconds",
+                        {"Retry-After": retry_after}),
+                    "503": _error_response_with(
+                        "unavailable: the model is not loaded or failed; the server is draining (with "
+                        "Connection: close; retry on another replica); or the request waited past "
+                        "--request-timeout", {"Retry-After": retry_after}),
                 },
             }},
             "/v1/models": {"get": {
@@ -317,15 +343,34 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
             }},
             "/health": {"get": {
                 "operationId": "health",
+                "description": "Liveness (TEI's route): 200 once the model is loaded, and for as long as the "
+                               "process serves, also while draining or at its admission limit. Use /ready "
+                               "for readiness.",
                 "security": [],
                 "responses": {
-                    "200": {"description": "ready", "content": {"application/json": {"schema": {
-                        "type": "object", "required": ["status"],
-                        "properties": {"status": {"type": "string"}, "model": {"type": "string"},
-                                       "dimensions": {"type": "integer"},
-                                       "redis": {"type": "string", "enum": ["up", "down", "disabled"]}}}}}},
-                    "503": {"description": "loading or shutting down", "content": {"application/json": {
+                    "200": {"description": "alive: the model is loaded", "content": {"application/json": {
+                        "schema": {
+                            "type": "object", "required": ["status"],
+                            "properties": {"status": {"type": "string", "enum": ["ok", "degraded"]},
+                                           "model": {"type": "string"}, "dimensions": {"type": "integer"},
+                                           "redis": {"type": "string", "enum": ["up", "down", "disabled"]}}}}}},
+                    "503": {"description": "the model is still loading", "content": {"application/json": {
                         "schema": {"type": "object"}}}},
+                },
+            }},
+            "/ready": {"get": {
+                "operationId": "ready",
+                "description": "Readiness, for a load balancer or a Kubernetes readinessProbe: 200 when a new "
+                               "embeddings request would be admitted now; 503 while the model loads, while "
+                               "the server drains after SIGTERM, and while admission is full "
+                               "(--max-concurrent-requests). Tables, /health and /metrics are served in all "
+                               "three cases.",
+                "security": [],
+                "responses": {
+                    "200": {"description": "ready: a new embeddings request would be admitted",
+                            "content": {"application/json": {"schema": ready_schema}}},
+                    "503": {"description": "not ready: loading, draining or admission full ('reason' says which)",
+                            "content": {"application/json": {"schema": ready_schema}}},
                 },
             }},
             "/metrics": {"get": {

@@ -139,7 +139,12 @@ def from_arrow(table, name: str | None = None) -> Table:
     meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
     columns = []
     n = table.num_rows
+    seen: set[str] = set()
     for k, field in enumerate(schema):
+        if not field.name or field.name in seen:  # SPEC.md 15.7: Arrow allows both, a table does not
+            raise InvalidFieldError(f"column {k} needs a unique non-empty name, got {field.name!r}",
+                                    field=f"columns[{k}].name")
+        seen.add(field.name)
         fmeta = field.metadata or {}
         declared = fmeta.get(b"densewire.type")
         if declared is not None:

@@ -83,7 +83,8 @@ public final class ArrowTables {
             for (int i = 0; i < fields.size(); i++) {
                 ColumnSpec spec = spec(fields.get(i), i);
                 if (!seen.add(spec.name())) {
-                    throw new DensewireException(Category.INVALID_FIELD, "column appears twice", -1, spec.name());
+                    throw new DensewireException(Category.INVALID_FIELD, "column " + spec.name() + " appears twice", -1,
+                            "columns[" + i + "].name"); // SPEC.md 15.7
                 }
                 specs.add(spec);
             }
@@ -139,7 +140,7 @@ public final class ArrowTables {
     /** The column's spec from {@code densewire.type} (else from its Arrow type), checked against its Arrow type. */
     private static ColumnSpec spec(Field f, int i) {
         if (f.getName() == null || f.getName().isEmpty()) { // a field without a name (found by TableArrowFuzzTest)
-            throw new DensewireException(Category.INVALID_FIELD, "a column needs a non-empty name", -1, "columns[" + i + "]");
+            throw new DensewireException(Category.INVALID_FIELD, "a column needs a non-empty name", -1, "columns[" + i + "].name");
         }
         String typeName = f.getMetadata() == null ? null : f.getMetadata().get("densewire.type");
         ColumnSpec spec;

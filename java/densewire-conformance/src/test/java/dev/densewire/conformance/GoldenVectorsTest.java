@@ -222,7 +222,14 @@ class GoldenVectorsTest {
                 }
                 break;
             case "json":
-                DensewireJson.readResponse(c.get("input_text").asText());
+                if (c.has("input_hex")) { // bytes that are not UTF-8 text
+                    DensewireJson.readResponse(Golden.hex(c.get("input_hex").asText()));
+                } else {
+                    DensewireJson.readResponse(c.get("input_text").asText());
+                }
+                break;
+            case "arrow":
+                ArrowCodec.decode(Golden.hex(c.get("input_hex").asText()));
                 break;
             default:
                 fail("format " + format + " is not supported by densewire-java");
