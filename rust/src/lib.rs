@@ -39,6 +39,7 @@ mod headers;
 mod json;
 mod media;
 mod pgcopy;
+mod quantization;
 mod raw;
 mod table;
 mod tensor;
@@ -86,6 +87,9 @@ pub use crate::media::{Format, negotiate};
 pub use crate::pgcopy::{
     CopyColumns, PGCOPY_HEADER, PGCOPY_SIGNATURE, PGCOPY_TRAILER, PgCopyChunks, PgCopyData, PgIdType, PgIds,
     PgVectorType, SPARSEVEC_MAX_NNZ, decode_pgcopy, encode_pgcopy, encode_pgcopy_rows, pgcopy_chunks,
+};
+pub use crate::quantization::{
+    QUANTIZATION_METHOD, Quantization, QuantizationRanges, dequantize, quantization_id, quantize,
 };
 pub use crate::raw::{
     HEADER_BYTEORDER, HEADER_DTYPE, HEADER_MODEL, HEADER_PROMPT_TOKENS, HEADER_SHAPE, HEADER_TOTAL_TOKENS, decode_raw,

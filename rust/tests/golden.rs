@@ -48,6 +48,7 @@ fn expected_embeddings(c: &Value) -> Embeddings {
             total_tokens: u["total_tokens"].as_u64().unwrap(),
         });
     }
+    e.quantization = c.get("quantization").and_then(Value::as_str).map(str::to_owned);
     e
 }
 
@@ -74,6 +75,9 @@ fn check_meta(got: &Embeddings, want: &Embeddings) -> R {
     }
     if want.usage.is_some() && got.usage != want.usage {
         return Err(format!("usage {:?} != {:?}", got.usage, want.usage).into());
+    }
+    if got.quantization != want.quantization {
+        return Err(format!("quantization {:?} != {:?}", got.quantization, want.quantization).into());
     }
     Ok(())
 }

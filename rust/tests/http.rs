@@ -36,6 +36,7 @@ fn expected() -> Embeddings {
         tensor: t,
         model: Some("sentence-transformers/all-MiniLM-L6-v2".into()),
         usage: Some(Usage { prompt_tokens: 7, total_tokens: 7 }),
+        quantization: None,
     }
 }
 
