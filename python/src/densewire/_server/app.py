@@ -4,7 +4,8 @@
 lifespan, before uvicorn accepts connections. Routes:
 
 * ``POST /v1/embeddings``: OpenAI-compatible embeddings, negotiated response (SPEC.md 6 and 12);
-* ``GET /v1/models``, ``GET /v1/models/{id}``: the served model;
+* ``GET /v1/models``, ``GET /v1/models/{id}``: the served model, with its quantization ranges;
+* ``GET /v1/quantization/{id}``: the ranges of int8/uint8 answers by id (quantization.py, SPEC.md 17.6);
 * ``GET /v1/tables``, ``GET``/``HEAD /v1/tables/{name}``: tables, pre-serialized (tables.py, SPEC.md 15.9);
 * ``/demo/``: the demo page (static files);
 * ``GET /``, ``GET /docs``: the server's own page and its API documentation (pages.py);
@@ -45,12 +46,10 @@ from densewire import (
     InvalidFieldError,
     MethodNotAllowedError,
     NotFoundError,
-    Tensor,
     UnauthorizedError,
     UnavailableError,
     UnsupportedMediaTypeError,
     Usage,
-    convert,
 )
 from densewire._backends.blas import limit_blas_threads
 from densewire._backends.registry import load_backend
@@ -66,6 +65,7 @@ from .logs import configure_logging, log
 from .metrics import CONTENT_TYPE_LATEST, Metrics
 from .negotiation import VARY, negotiate_encoding, negotiate_format
 from .openapi import build_openapi
+from .quantization import LazyQuantizer, answer_dtype, calibrates_at_load
 from .pages import DocsFiles, docs, home, ready_block
 from .request import EmbeddingsRequest, parse_embeddings_request
 from .responses import RESPONSE_CLASSES, ErrorResponse, render_embeddings
@@ -128,6 +128,12 @@ class ServerState:
             log.info("model %s loaded (%d dimensions, %d max tokens) in %.1f s", backend.name,
                      backend.dimensions, backend.max_tokens, time.perf_counter() - t0)
         self.embedder = Embedder(backend, self.cfg, self.metrics, self.cpu_pool)
+        self.embedder.quantization = LazyQuantizer(backend, self.embedder.model_id)
+        if calibrates_at_load(backend):
+            try:
+                await self.embedder.quantization.load(self.embedder.in_cpu_pool)
+            except UnavailableError:
+                pass  # logged; int8/uint8 requests try again and answer 503 while it fails
         self.metrics.redis_up.set(0)
         await self.embedder.start()
         self.ready = True
@@ -231,7 +237,7 @@ async def embeddings(request: Request) -> Response:
             req = await _parse(st.cfg, service, body)
         vectors, prompt_tokens = await await_while_connected(
             _embed(service, req, st.metrics), request.receive, ticket, st.lifecycle.expired)
-        emb = _to_embeddings(service, req, vectors, prompt_tokens)
+        emb = await _to_embeddings(service, req, vectors, prompt_tokens)
         response = await _render(st.cfg, service, emb, req, fmt, content_encoding)
         if max(len(body), len(response.body)) >= TRIM_AFTER_BYTES:
             response.background = BackgroundTask(release_memory)  # after the response is sent
@@ -311,12 +317,13 @@ async def _embed(service: Embedder, req: EmbeddingsRequest, m: Metrics) -> tuple
     return vectors, sum(min(c, max_tokens) for c in counts)
 
 
-def _to_embeddings(service: Embedder, req: EmbeddingsRequest, vectors: np.ndarray, prompt_tokens: int) -> Embeddings:
-    """Conversion: the vectors in the requested dtype (SPEC.md 3), with the model and usage."""
-    tensor = Tensor.from_array(vectors)
-    if req.dtype != "float32":
-        tensor = convert(tensor, req.dtype)
-    return Embeddings(tensor, model=service.model_id, usage=Usage(prompt_tokens, prompt_tokens))
+async def _to_embeddings(service: Embedder, req: EmbeddingsRequest, vectors: np.ndarray,
+                         prompt_tokens: int) -> Embeddings:
+    """Conversion: the vectors in the requested dtype (SPEC.md 3; int8/uint8 quantized by SPEC.md 17,
+    named by their quantization id), with the model and usage."""
+    tensor, quantization = await answer_dtype(service, vectors, req.dtype, req.dimensions)
+    return Embeddings(tensor, model=service.model_id, usage=Usage(prompt_tokens, prompt_tokens),
+                      quantization=quantization.id if quantization is not None else None)
 
 
 async def _render(cfg: ServerConfig, service: Embedder, emb: Embeddings, req: EmbeddingsRequest, fmt: str,
@@ -344,8 +351,12 @@ def _record(m: Metrics, fmt: str, response: Response, t0: float) -> None:
 
 
 def _model_card(e: Embedder, created: int) -> dict[str, Any]:
-    return {"id": e.model_id, "object": "model", "created": created, "owned_by": "densewire",
+    card = {"id": e.model_id, "object": "model", "created": created, "owned_by": "densewire",
             "dimensions": e.dimensions, "max_tokens": e.max_tokens, **_engine_fields(e)}
+    quantizer = e.quantization.value if e.quantization is not None else None
+    if quantizer is not None:  # SPEC.md 17.6 (an upstream model's after its first int8/uint8 answer)
+        card["quantization"] = quantizer.native.to_json()
+    return card
 
 
 def _json(doc: Any, status: int = 200) -> Response:
@@ -378,6 +389,40 @@ async def model(request: Request) -> Response:
         response = ErrorResponse(err)
     st.metrics.requests.labels("/v1/models/{model}", str(response.status_code), "json").inc()
     return response
+
+
+_IMMUTABLE = "public, max-age=31536000, immutable"
+
+
+async def quantization(request: Request) -> Response:
+    """``GET /v1/quantization/{id}``: the ranges with this id (SPEC.md 17.6), immutable."""
+    st = _state(request)
+    try:
+        st.check_auth(request)
+        e = st.require_embedder()
+        qid = request.path_params["id"]
+        quantizer = await e.quantization.load(e.in_cpu_pool)
+        found = await e.in_cpu_pool(quantizer.by_id, qid)
+        if found is None:
+            raise NotFoundError(f"no quantization ranges with id {qid!r} for the model {e.model_id!r}; "
+                                f"its native ones are {quantizer.native.id!r}", field="id")
+        etag = f'"{found.id}"'
+        headers = {"ETag": etag, "Cache-Control": _IMMUTABLE}
+        if _etag_matches(request.headers.get("if-none-match"), etag):
+            response = Response(status_code=304, headers=headers)
+        else:
+            response = Response(orjson.dumps(found.to_json()), 200, headers, media_type="application/json")
+    except DensewireError as err:
+        response = ErrorResponse(err)
+    st.metrics.requests.labels("/v1/quantization/{id}", str(response.status_code), "json").inc()
+    return response
+
+
+def _etag_matches(header: str | None, etag: str) -> bool:
+    if header is None:
+        return False
+    tags = [t.strip().removeprefix("W/") for t in header.split(",")]
+    return "*" in tags or etag in tags
 
 
 async def health(request: Request) -> Response:
@@ -472,6 +517,7 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
         Route("/v1/embeddings", embeddings, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", model, methods=["GET"]),
+        Route("/v1/quantization/{id}", quantization, methods=["GET"]),
         Route("/v1/tables", list_tables, methods=["GET"]),
         Route("/v1/tables/{name}", get_table, methods=["GET"]),
         Mount("/demo", app=DemoFiles()),
@@ -495,7 +541,7 @@ CORS_REQUEST_HEADERS = ("Authorization", "Content-Type", "Content-Encoding", "If
                         "Densewire-Shape", "Densewire-Dtype", "Densewire-Byteorder")
 CORS_EXPOSED_HEADERS = ("ETag", "Content-Encoding", "Retry-After", "X-Request-Id", "Densewire-Version", "Densewire-Model",
                         "Densewire-Shape", "Densewire-Dtype", "Densewire-Byteorder", "Densewire-Prompt-Tokens",
-                        "Densewire-Total-Tokens", "Densewire-Table", "Densewire-Rows", "Densewire-Columns")
+                        "Densewire-Total-Tokens", "Densewire-Quantization", "Densewire-Table", "Densewire-Rows", "Densewire-Columns")
 
 
 def _cors(origins: tuple[str, ...]) -> Middleware:

@@ -40,6 +40,7 @@ _ABOUT = {
     "/v1/embeddings": "OpenAI-compatible embeddings; JSON, raw, MessagePack, Protobuf or Arrow by Accept",
     "/v1/models": "the served model",
     "/v1/models/{model_id:path}": "one model",
+    "/v1/quantization/{id}": "the ranges of int8/uint8 answers, by id (immutable)",
     "/v1/tables": "the served tables, with their build state",
     "/v1/tables/{name}": "a table in 7 formats, pre-serialized and pre-compressed",
     "/demo": "the tables on a map, every format measured in the browser",

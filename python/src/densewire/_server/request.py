@@ -16,7 +16,7 @@ from densewire import InvalidFieldError, MalformedError, UnknownDtypeError
 __all__ = ["EmbeddingsRequest", "parse_embeddings_request", "REQUEST_FIELDS", "SERVED_DTYPES", "ALL_DTYPES"]
 
 REQUEST_FIELDS = ("input", "model", "encoding_format", "dimensions", "user", "dtype", "byteorder", "truncate")
-SERVED_DTYPES = ("float32", "float16", "bfloat16", "binary")
+SERVED_DTYPES = ("float32", "float16", "bfloat16", "int8", "uint8", "binary")
 ALL_DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "uint8", "binary")
 
 
