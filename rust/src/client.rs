@@ -240,8 +240,11 @@ impl Client {
         }
         let q = Quantization::from_json(&reply.body)?;
         if q.id != id {
-            return Err(err(ErrorKind::InvalidField, format!("asked for quantization {id}, the server answered {}", q.id))
-                .field("id"));
+            return Err(err(
+                ErrorKind::InvalidField,
+                format!("asked for quantization {id}, the server answered {}", q.id),
+            )
+            .field("id"));
         }
         let q = Arc::new(q);
         self.quantizations.lock().expect("not poisoned").insert(id.to_owned(), q.clone());
@@ -329,7 +332,10 @@ impl Client {
             if e.quantization != quantization {
                 return Err(err(
                     ErrorKind::ShapeMismatch,
-                    format!("batches came back quantized with different ranges ({:?}, {:?})", quantization, e.quantization),
+                    format!(
+                        "batches came back quantized with different ranges ({:?}, {:?})",
+                        quantization, e.quantization
+                    ),
                 )
                 .field("quantization"));
             }

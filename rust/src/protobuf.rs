@@ -405,8 +405,12 @@ pub(crate) mod tests {
     #[test]
     fn prost_messages_round_trip_with_our_decoder() {
         let t = Tensor::from_slice(2, 1, &[1.5f64, -2.0]).unwrap();
-        let e =
-            Embeddings { tensor: t, model: Some("m".into()), usage: Some(Usage { prompt_tokens: 3, total_tokens: 4 }), quantization: Some("455fc59476466b04".into()) };
+        let e = Embeddings {
+            tensor: t,
+            model: Some("m".into()),
+            usage: Some(Usage { prompt_tokens: 3, total_tokens: 4 }),
+            quantization: Some("455fc59476466b04".into()),
+        };
         let b = encode_protobuf_response(&e);
         assert_eq!(decode_protobuf_response(b.clone().into()).unwrap(), e);
         let via_prost = pb::EmbeddingsResponse::decode(&b[..]).unwrap();

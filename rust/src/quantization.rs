@@ -109,14 +109,16 @@ impl QuantizationRanges {
     /// float32 first) to `int8` or `uint8` codes by the rule of SPEC.md section 17.3.
     pub fn quantize(&self, t: &Tensor, dtype: DType) -> Result<Tensor> {
         if !matches!(dtype, DType::Int8 | DType::Uint8) {
-            return Err(err(ErrorKind::InvalidField, format!("quantization gives int8 or uint8, not {dtype}"))
-                .field("dtype"));
+            return Err(
+                err(ErrorKind::InvalidField, format!("quantization gives int8 or uint8, not {dtype}")).field("dtype")
+            );
         }
         self.check_dims(t.dims())?;
         let values = t.to_f32_vec()?; // float32 as is (binary and the integer dtypes are refused below)
         if matches!(t.dtype(), DType::Int8 | DType::Uint8) {
-            return Err(err(ErrorKind::InvalidField, format!("a {} tensor is already quantized", t.dtype()))
-                .field("dtype"));
+            return Err(
+                err(ErrorKind::InvalidField, format!("a {} tensor is already quantized", t.dtype())).field("dtype")
+            );
         }
         let d = self.dims();
         let offset = if dtype == DType::Int8 { 128 } else { 0 };
@@ -212,8 +214,11 @@ pub fn dequantize(codes: &Tensor, lower: &[f32], upper: &[f32]) -> Result<Tensor
 fn ranges_for(d: usize, lower: &[f32], upper: &[f32]) -> Result<QuantizationRanges> {
     for (name, r) in [("lower", lower), ("upper", upper)] {
         if r.len() != d {
-            return Err(err(ErrorKind::ShapeMismatch, format!("{name} has {} items, the tensor {d} dimensions", r.len()))
-                .field(name));
+            return Err(err(
+                ErrorKind::ShapeMismatch,
+                format!("{name} has {} items, the tensor {d} dimensions", r.len()),
+            )
+            .field(name));
         }
     }
     QuantizationRanges::new(lower.to_vec(), upper.to_vec())
@@ -250,8 +255,7 @@ impl Quantization {
     /// # Ok::<(), densewire::Error>(())
     /// ```
     pub fn from_json(text: &[u8]) -> Result<Quantization> {
-        let v: serde_json::Value =
-            serde_json::from_slice(text).map_err(|e| crate::json::json_error(text, &e))?;
+        let v: serde_json::Value = serde_json::from_slice(text).map_err(|e| crate::json::json_error(text, &e))?;
         Quantization::from_value(&v)
     }
 
@@ -265,7 +269,10 @@ impl Quantization {
         let id = string("id")?;
         let method = string("method")?;
         if method != QUANTIZATION_METHOD {
-            return Err(bad("method", &format!("{method:?} is not {QUANTIZATION_METHOD:?}: it cannot be dequantized by SPEC.md section 17.3")));
+            return Err(bad(
+                "method",
+                &format!("{method:?} is not {QUANTIZATION_METHOD:?}: it cannot be dequantized by SPEC.md section 17.3"),
+            ));
         }
         let dims = obj
             .get("dimensions")
@@ -318,11 +325,21 @@ mod tests {
         // steps 1, 0 (an empty range) and 1: every division is exact
         let r = QuantizationRanges::new(vec![0.0, 1.0, -128.0], vec![255.0, 1.0, 127.0]).unwrap();
         let x = [
-            0.0f32, 1.0, -128.0, // lower bounds
-            255.0, 1.0, 127.0, // upper bounds (the empty range gives 0 at its bound)
-            f32::NAN, f32::NAN, f32::INFINITY,
-            -f32::INFINITY, 2.0, -0.0, // above the empty range: 255
-            254.99998, 0.5, 0.0,
+            0.0f32,
+            1.0,
+            -128.0, // lower bounds
+            255.0,
+            1.0,
+            127.0, // upper bounds (the empty range gives 0 at its bound)
+            f32::NAN,
+            f32::NAN,
+            f32::INFINITY,
+            -f32::INFINITY,
+            2.0,
+            -0.0, // above the empty range: 255
+            254.99998,
+            0.5,
+            0.0,
         ];
         let t = Tensor::from_slice(5, 3, &x).unwrap();
         let u = r.quantize(&t, DType::Uint8).unwrap();

@@ -343,7 +343,9 @@ fn bits_of(t: &Tensor) -> Vec<String> {
 fn run_quantization_case(c: &Value) -> R {
     if s(c, "id").starts_with("invalid.") {
         let result = match s(c, "operation") {
-            "quantize" => quantize(&quant_input(c), &f32_list(c, "lower"), &f32_list(c, "upper"), DType::Int8).map(drop),
+            "quantize" => {
+                quantize(&quant_input(c), &f32_list(c, "lower"), &f32_list(c, "upper"), DType::Int8).map(drop)
+            }
             "dequantize" => dequantize(&quant_codes(c), &f32_list(c, "lower"), &f32_list(c, "upper")).map(drop),
             "id" => Quantization::from_json(s(c, "input_text").as_bytes()).map(drop),
             _ => decode_invalid(c),
@@ -367,7 +369,8 @@ fn run_quantization_case(c: &Value) -> R {
         "dequantize" => {
             let (lower, upper) = ranges();
             let got = dequantize(&quant_codes(c), &lower, &upper).map_err(|e| fail("dequantize", e))?;
-            let want: Vec<String> = c["output"].as_array().unwrap().iter().map(|h| h.as_str().unwrap().into()).collect();
+            let want: Vec<String> =
+                c["output"].as_array().unwrap().iter().map(|h| h.as_str().unwrap().into()).collect();
             if bits_of(&got) != want {
                 return Err(format!("dequantized {:?}, expected {want:?}", bits_of(&got)).into());
             }
@@ -378,7 +381,8 @@ fn run_quantization_case(c: &Value) -> R {
             if id != s(c, "quantization") {
                 return Err(format!("id {id}, expected {}", s(c, "quantization")).into());
             }
-            let q = Quantization::from_json(s(c, "encoded_text").as_bytes()).map_err(|e| fail("published object", e))?;
+            let q =
+                Quantization::from_json(s(c, "encoded_text").as_bytes()).map_err(|e| fail("published object", e))?;
             let same = |a: &[f32], b: &[f32]| a.iter().map(|x| x.to_bits()).eq(b.iter().map(|x| x.to_bits()));
             if q.id != id || !same(q.ranges.lower(), &lower) || !same(q.ranges.upper(), &upper) {
                 return Err(format!("the published object read as {q:?}").into());

@@ -85,7 +85,8 @@ fn run_valid(c: &Value) -> R {
     }
     if let Some(PgIds::Uuid(u)) = &got.ids {
         let text: Vec<Option<String>> = u.iter().map(|u| u.as_ref().map(format_uuid)).collect();
-        let want: Vec<Option<String>> = c["ids"].as_array().unwrap().iter().map(|v| v.as_str().map(Into::into)).collect();
+        let want: Vec<Option<String>> =
+            c["ids"].as_array().unwrap().iter().map(|v| v.as_str().map(Into::into)).collect();
         if text != want {
             return Err(format!("uuid texts {text:?} != {want:?}").into());
         }

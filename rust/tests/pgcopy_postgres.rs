@@ -24,7 +24,9 @@ async fn connect(test: &str) -> Option<Client> {
         Ok(u) if !u.is_empty() => u,
         _ => {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("{test}: DENSEWIRE_PG_URL is not set and CI=true: scripts/test.sh starts PostgreSQL with pgvector");
+                panic!(
+                    "{test}: DENSEWIRE_PG_URL is not set and CI=true: scripts/test.sh starts PostgreSQL with pgvector"
+                );
             }
             eprintln!(
                 "{test}: SKIPPED, DENSEWIRE_PG_URL is not set (start one: url=$(bash scripts/postgres.sh start /tmp/pg))"
@@ -54,7 +56,8 @@ fn vectors() -> Tensor {
             (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
         })
         .collect();
-    let specials = [-0.0f32, 0.0, f32::from_bits(1), -f32::from_bits(0x007F_FFFF), f32::MIN_POSITIVE, 1.0004883, 65504.0];
+    let specials =
+        [-0.0f32, 0.0, f32::from_bits(1), -f32::from_bits(0x007F_FFFF), f32::MIN_POSITIVE, 1.0004883, 65504.0];
     for (i, x) in specials.iter().enumerate() {
         v[i * (D + 1)] = *x;
     }
@@ -142,12 +145,16 @@ async fn bit_and_sparsevec_columns_with_text_uuid_and_null_ids() {
     let back = decode_pgcopy(&copy_out(&client, "SELECT id, b FROM dw_rust_bits ORDER BY id NULLS LAST").await, &cols)
         .unwrap();
     let packed = bits.convert(DType::Binary).unwrap();
-    assert_eq!(back.tensor, Tensor::new(DType::Binary, 2, 12, [packed.as_bytes(), packed.as_bytes()].concat()).unwrap());
+    assert_eq!(
+        back.tensor,
+        Tensor::new(DType::Binary, 2, 12, [packed.as_bytes(), packed.as_bytes()].concat()).unwrap()
+    );
     assert_eq!(packed.as_bytes(), &[0x8c, 0xa0]);
     assert_eq!(back.ids, Some(PgIds::Uuid(vec![Some(uuid), None])));
 
-    let sparse = Tensor::from_slice(3, 5, &[0.0f32, 1.5, 0.0, -0.0, -2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1e-45, 0.0, 0.0, 0.0, 7.0])
-        .unwrap();
+    let sparse =
+        Tensor::from_slice(3, 5, &[0.0f32, 1.5, 0.0, -0.0, -2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1e-45, 0.0, 0.0, 0.0, 7.0])
+            .unwrap();
     let cols = CopyColumns::new(PgVectorType::Sparsevec, "s").with_id(PgIdType::Text, "doc");
     let docs = PgIds::Text(vec![Some("a".into()), None, Some("ünïcödé ✓".into())]);
     assert_eq!(copy_in(&client, "dw_rust_sparse", &cols, &sparse, Some(&docs)).await, 3);
@@ -162,8 +169,9 @@ async fn bit_and_sparsevec_columns_with_text_uuid_and_null_ids() {
     let back =
         decode_pgcopy(&copy_out(&client, "SELECT doc, s FROM dw_rust_sparse ORDER BY doc NULLS FIRST").await, &cols)
             .unwrap();
-    let want = Tensor::from_slice(3, 5, &[0.0f32, 0.0, 0.0, 0.0, 0.0, 0.0, 1.5, 0.0, 0.0, -2.0, 1e-45, 0.0, 0.0, 0.0, 7.0])
-        .unwrap();
+    let want =
+        Tensor::from_slice(3, 5, &[0.0f32, 0.0, 0.0, 0.0, 0.0, 0.0, 1.5, 0.0, 0.0, -2.0, 1e-45, 0.0, 0.0, 0.0, 7.0])
+            .unwrap();
     assert_eq!(back.tensor, want);
     assert_eq!(back.ids, Some(PgIds::Text(vec![None, Some("a".into()), Some("ünïcödé ✓".into())])));
 }

@@ -25,8 +25,9 @@ pub fn decode_pgcopy(data: &[u8], columns: &CopyColumns) -> Result<PgCopyData> {
         let count = i16::from_be_bytes([data[pos], data[pos + 1]]);
         if count == -1 {
             if pos + 2 != data.len() {
-                return Err(err(ErrorKind::Malformed, format!("{} bytes after the trailer", data.len() - pos - 2))
-                    .at(pos + 2));
+                return Err(
+                    err(ErrorKind::Malformed, format!("{} bytes after the trailer", data.len() - pos - 2)).at(pos + 2)
+                );
             }
             break;
         }
@@ -128,7 +129,9 @@ impl<'a> Reader<'a> {
     fn need(&self, at: usize, k: usize) -> Result<()> {
         let size = self.data.len();
         if at.checked_add(k).is_none_or(|end| end > size) {
-            return Err(err(ErrorKind::Truncated, format!("the stream ends after {size} bytes, inside a tuple")).at(size));
+            return Err(
+                err(ErrorKind::Truncated, format!("the stream ends after {size} bytes, inside a tuple")).at(size)
+            );
         }
         Ok(())
     }
@@ -239,7 +242,11 @@ impl<'a> Reader<'a> {
             ));
         }
         if unused != 0 {
-            return Err(col_err(ErrorKind::Malformed, format!("the unused word of a {ty} is {unused}, not 0"), unused_at));
+            return Err(col_err(
+                ErrorKind::Malformed,
+                format!("the unused word of a {ty} is {unused}, not 0"),
+                unused_at,
+            ));
         }
         let d = d as usize;
         match self.d {
@@ -279,8 +286,14 @@ impl<'a> Reader<'a> {
                     }
                     prev = j;
                 }
-                if let Some(i) = values.chunks_exact(4).position(|c| u32::from_be_bytes(c.try_into().unwrap()) & 0x7FFF_FFFF == 0) {
-                    return Err(col_err(ErrorKind::Malformed, "a sparsevec stores no zero value".into(), idx_at + 4 * (nnz + i)));
+                if let Some(i) =
+                    values.chunks_exact(4).position(|c| u32::from_be_bytes(c.try_into().unwrap()) & 0x7FFF_FFFF == 0)
+                {
+                    return Err(col_err(
+                        ErrorKind::Malformed,
+                        "a sparsevec stores no zero value".into(),
+                        idx_at + 4 * (nnz + i),
+                    ));
                 }
                 let start = out.len();
                 let total = start.checked_add(d).ok_or_else(|| too_large(self.rows + 1, d))?;

@@ -2,9 +2,7 @@
 //! the whole chunk) first, then one pass that lays the tuples into a buffer sized exactly, each row's
 //! items byte-swapped to big-endian in one slice operation.
 
-use super::{
-    CopyColumns, PGCOPY_HEADER, PGCOPY_TRAILER, PgIdType, PgIds, PgVectorType, SPARSEVEC_MAX_NNZ,
-};
+use super::{CopyColumns, PGCOPY_HEADER, PGCOPY_TRAILER, PgIdType, PgIds, PgVectorType, SPARSEVEC_MAX_NNZ};
 use crate::convert::{f32_to_f16, f64_to_f16, f64_to_f32};
 use crate::dtype::DType;
 use crate::error::{ErrorKind, Result, err};
@@ -224,15 +222,16 @@ fn check_columns(t: &Tensor, cols: &CopyColumns, ids: Option<&PgIds>) -> Result<
             .field(cols.column.clone()));
     }
     match (cols.id_type, ids) {
-        (None, Some(_)) => Err(err(ErrorKind::InvalidField, "ids were given but the COPY has no id column")
-            .field(cols.id_column.clone())),
+        (None, Some(_)) => {
+            Err(err(ErrorKind::InvalidField, "ids were given but the COPY has no id column")
+                .field(cols.id_column.clone()))
+        }
         (Some(_), None) => Err(err(ErrorKind::InvalidField, "the COPY has an id column but no ids were given")
             .field(cols.id_column.clone())),
-        (Some(_), Some(ids)) if ids.len() != t.rows() => Err(err(
-            ErrorKind::ShapeMismatch,
-            format!("{} ids for {} vectors", ids.len(), t.rows()),
-        )
-        .field(cols.id_column.clone())),
+        (Some(_), Some(ids)) if ids.len() != t.rows() => {
+            Err(err(ErrorKind::ShapeMismatch, format!("{} ids for {} vectors", ids.len(), t.rows()))
+                .field(cols.id_column.clone()))
+        }
         _ => Ok(()),
     }
 }
@@ -247,7 +246,8 @@ fn column_values<'a>(t: &'a Tensor, cols: &CopyColumns, rows: Range<usize>) -> R
     if ty == PgVectorType::Bit {
         return Ok(to_bits(t.dtype(), src, n, d));
     }
-    let (values, item) = if ty == PgVectorType::Halfvec { (to_f16(t.dtype(), src), 2) } else { (to_f32(t.dtype(), src), 4) };
+    let (values, item) =
+        if ty == PgVectorType::Halfvec { (to_f16(t.dtype(), src), 2) } else { (to_f32(t.dtype(), src), 4) };
     if let Some(i) = first_non_finite(&values, item) {
         let (r, c) = (i / d, i % d);
         let shown = if item == 4 {
@@ -255,7 +255,8 @@ fn column_values<'a>(t: &'a Tensor, cols: &CopyColumns, rows: Range<usize>) -> R
         } else {
             half::f16::from_bits(u16::from_le_bytes([values[2 * i], values[2 * i + 1]])).to_string()
         };
-        let after = if t.dtype() == ty.dtype() { String::new() } else { format!(" (after conversion to {})", ty.dtype()) };
+        let after =
+            if t.dtype() == ty.dtype() { String::new() } else { format!(" (after conversion to {})", ty.dtype()) };
         return Err(err(
             ErrorKind::NonFinite,
             format!("{shown}{after} cannot be stored in a {ty}: pgvector refuses NaN and infinity"),
@@ -445,9 +446,7 @@ fn prepare_ids<'a>(ids: &'a PgIds, ty: PgIdType, name: &str, rows: Range<usize>)
                     for (i, s) in v[rows.clone()].iter().enumerate() {
                         out.push(match s {
                             None => None,
-                            Some(s) => {
-                                Some(s.parse::<i64>().map_err(|_| bad(i, format!("id {s:?} is not an {ty}")))?)
-                            }
+                            Some(s) => Some(s.parse::<i64>().map_err(|_| bad(i, format!("id {s:?} is not an {ty}")))?),
                         });
                     }
                     Cow::Owned(out)

@@ -71,8 +71,11 @@ impl PgVectorType {
     /// Parses a type name; anything else is `invalid_field` on `type`.
     pub fn from_name(name: &str) -> Result<PgVectorType> {
         PgVectorType::ALL.into_iter().find(|t| t.name() == name).ok_or_else(|| {
-            err(ErrorKind::InvalidField, format!("unknown vector type {name:?}; expected vector, halfvec, bit or sparsevec"))
-                .field("type")
+            err(
+                ErrorKind::InvalidField,
+                format!("unknown vector type {name:?}; expected vector, halfvec, bit or sparsevec"),
+            )
+            .field("type")
         })
     }
 
@@ -364,8 +367,11 @@ mod tests {
     fn ids_convert_between_kinds() {
         let t = Tensor::from_slice(3, 1, &[1.0f32, 2.0, 3.0]).unwrap();
         let text_cols = CopyColumns::new(PgVectorType::Vector, "v").with_id(PgIdType::Text, "doc");
-        let back = decode_pgcopy(&encode_pgcopy(&t, &text_cols, Some(&PgIds::Int(vec![Some(-5), None, Some(7)]))).unwrap(), &text_cols)
-            .unwrap();
+        let back = decode_pgcopy(
+            &encode_pgcopy(&t, &text_cols, Some(&PgIds::Int(vec![Some(-5), None, Some(7)]))).unwrap(),
+            &text_cols,
+        )
+        .unwrap();
         assert_eq!(back.ids, Some(PgIds::Text(vec![Some("-5".into()), None, Some("7".into())])));
         let int4 = CopyColumns::new(PgVectorType::Vector, "v").with_id(PgIdType::Int4, "n");
         let texts = PgIds::Text(vec![Some("12".into()), Some("-2147483648".into()), None]);
