@@ -36,6 +36,11 @@ if [ -n "${DENSEWIRE_SERVER_URL:-}" ]; then
 else
     echo "live-server test: DENSEWIRE_SERVER_URL is not set, so tests/live_server.rs checks nothing (scripts/test.sh sets it)"
 fi
+if [ -n "${DENSEWIRE_PG_URL:-}" ]; then
+    echo "PostgreSQL test: binary COPY through tokio-postgres against $DENSEWIRE_PG_URL"
+else
+    echo "PostgreSQL test: DENSEWIRE_PG_URL is not set, so tests/pgcopy_postgres.rs is skipped (it fails when CI=true; scripts/test.sh sets it)"
+fi
 echo "== all features: unit, golden, property, HTTP, live-server, fuzz-corpus, doc and README tests; examples and the bench build"
 cargo test --locked --all-features
 cargo build --locked --all-features --benches

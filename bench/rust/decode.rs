@@ -46,6 +46,7 @@ fn main() {
             prompt_tokens: 256,
             total_tokens: 256,
         }),
+        quantization: None,
     };
     println!("tensor: {n} x {d} float32 = {bytes} bytes");
 

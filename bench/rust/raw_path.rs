@@ -56,6 +56,7 @@ impl Fixed {
             tensor,
             model: Some("bench-model".into()),
             usage: Some(usage),
+            quantization: None,
         };
         let enc = embeddings
             .encode(Format::Raw, JsonOptions::default())

@@ -134,6 +134,7 @@ impl Model {
             tensor,
             model: Some(self.id.clone()),
             usage: Some(Usage { prompt_tokens: total, total_tokens: total }),
+            quantization: None,
         })
     }
 }

@@ -24,7 +24,7 @@ def cases(name):
 
 def main():
     out = {t: {} for t in ["base64", "raw", "json", "request", "negotiate", "msgpack", "protobuf", "arrow",
-                           "table_json", "table_csv", "table_msgpack", "table_protobuf", "table_arrow"]}
+                           "table_json", "table_csv", "table_msgpack", "table_protobuf", "table_arrow", "pgcopy"]}
     for c in cases("tensors") + cases("invalid") + cases("interop"):
         fmt = c["format"]
         body = bytes.fromhex(c["encoded_hex"]) if "encoded_hex" in c else bytes.fromhex(c.get("input_hex", ""))
@@ -74,6 +74,15 @@ def main():
             out["table_csv"][c["id"]] = columns.encode() + b"\n" + body
         else:
             out["table_" + fmt][c["id"]] = body
+    vector_types = ["vector", "halfvec", "bit", "sparsevec"]
+    id_types = [None, "int8", "int4", "text", "uuid"]
+    for c in cases("pgcopy"):
+        if c.get("direction") == "encode":
+            continue
+        cols = c["columns"]
+        id_type = cols[0]["type"] if len(cols) == 2 else None
+        first = vector_types.index(cols[-1]["type"]) + 4 * id_types.index(id_type)
+        out["pgcopy"][c["id"]] = bytes([first]) + bytes.fromhex(c.get("encoded_hex", c.get("input_hex", "")))
     for target, files in out.items():
         d = HERE / "corpus" / target
         d.mkdir(parents=True, exist_ok=True)

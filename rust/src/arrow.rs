@@ -92,6 +92,9 @@ pub fn encode_arrow(e: &Embeddings) -> Result<Vec<u8>> {
         meta.insert("densewire.prompt_tokens".into(), u.prompt_tokens.to_string());
         meta.insert("densewire.total_tokens".into(), u.total_tokens.to_string());
     }
+    if let Some(q) = &e.quantization {
+        meta.insert("densewire.quantization".into(), q.clone());
+    }
     let field = Field::new(COLUMN, typ, false).with_metadata(field_meta);
     let schema = Arc::new(Schema::new(vec![field]).with_metadata(meta));
     let batch = RecordBatch::try_new(schema.clone(), vec![array]).map_err(arrow_err)?;
@@ -211,7 +214,8 @@ pub fn decode_arrow(body: Bytes) -> Result<Embeddings> {
             total_tokens: t.map(|v| count(v, "densewire.total_tokens")).transpose()?.unwrap_or(0),
         }),
     };
-    Ok(Embeddings { tensor, model, usage })
+    let quantization = meta.get("densewire.quantization").cloned();
+    Ok(Embeddings { tensor, model, usage, quantization })
 }
 
 /// A metadata value that must be a decimal count (SPEC.md section 10): anything else, `6.4e1` or
@@ -266,6 +270,7 @@ mod tests {
                 tensor: t,
                 model: Some("m".into()),
                 usage: Some(Usage { prompt_tokens: 1, total_tokens: 2 }),
+                quantization: matches!(dtype, DType::Int8 | DType::Uint8).then(|| "455fc59476466b04".into()),
             };
             let body = Bytes::from(encode_arrow(&e).unwrap());
             let back = decode_arrow(body.clone()).unwrap();

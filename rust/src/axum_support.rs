@@ -127,6 +127,7 @@ fn raw_header_name(header: RawHeader) -> HeaderName {
     const MODEL: HeaderName = HeaderName::from_static("densewire-model");
     const PROMPT_TOKENS: HeaderName = HeaderName::from_static("densewire-prompt-tokens");
     const TOTAL_TOKENS: HeaderName = HeaderName::from_static("densewire-total-tokens");
+    const QUANTIZATION: HeaderName = HeaderName::from_static("densewire-quantization");
     let name = match header {
         RawHeader::Version => VERSION,
         RawHeader::Dtype => DTYPE,
@@ -135,6 +136,7 @@ fn raw_header_name(header: RawHeader) -> HeaderName {
         RawHeader::Model => MODEL,
         RawHeader::PromptTokens => PROMPT_TOKENS,
         RawHeader::TotalTokens => TOTAL_TOKENS,
+        RawHeader::Quantization => QUANTIZATION,
     };
     debug_assert!(name.as_str().eq_ignore_ascii_case(header.name()));
     name
@@ -403,12 +405,17 @@ mod tests {
         for dtype in DType::ALL {
             let zeros = bytes::Bytes::from(vec![0u8; 3 * dtype.row_bytes(2).unwrap()]);
             let t = Tensor::new(dtype, 3, 2, zeros).unwrap();
-            for (model, usage) in [
-                (None, None),
-                (Some("m-1"), Some(Usage { prompt_tokens: 7, total_tokens: 12345678901 })),
-                (Some("bad\nmodel"), None),
+            for (model, usage, quantization) in [
+                (None, None, None),
+                (Some("m-1"), Some(Usage { prompt_tokens: 7, total_tokens: 12345678901 }), Some("455fc59476466b04")),
+                (Some("bad\nmodel"), None, None),
             ] {
-                let e = Embeddings { tensor: t.clone(), model: model.map(str::to_owned), usage };
+                let e = Embeddings {
+                    tensor: t.clone(),
+                    model: model.map(str::to_owned),
+                    usage,
+                    quantization: quantization.map(str::to_owned),
+                };
                 let mut h = HeaderMap::new();
                 insert_raw_headers(&mut h, &e);
                 let got: Vec<(String, String)> =

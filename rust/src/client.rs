@@ -6,9 +6,12 @@ use crate::embeddings::{Embeddings, Usage};
 use crate::error::{ErrorKind, Result, err};
 use crate::json::{EmbeddingsRequest, Input};
 use crate::media::Format;
+use crate::quantization::Quantization;
 use crate::retry::{Retry, transport};
 use crate::tensor::{Tensor, aligned_zeroed, realigned};
 use futures_util::stream::{self, Stream, StreamExt};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A client of a densewire (or any OpenAI-compatible) embeddings server.
@@ -31,6 +34,8 @@ use std::time::Duration;
 pub struct Client {
     http: reqwest::Client,
     url: String,
+    /// The base URL ending in `/v1`.
+    v1: String,
     api_key: Option<String>,
     format: Format,
     /// The `Accept` header, made once.
@@ -38,6 +43,8 @@ pub struct Client {
     concurrency: usize,
     batch_size: usize,
     retry: Retry,
+    /// Published quantizations fetched so far, by id (shared by the clones of this client).
+    quantizations: Arc<Mutex<HashMap<String, Arc<Quantization>>>>,
 }
 
 /// Builds a [`Client`].
@@ -127,7 +134,8 @@ impl ClientBuilder {
             }
         };
         let base = self.base_url.trim_end_matches('/');
-        let url = if base.ends_with("/v1") { format!("{base}/embeddings") } else { format!("{base}/v1/embeddings") };
+        let v1 = if base.ends_with("/v1") { base.to_string() } else { format!("{base}/v1") };
+        let url = format!("{v1}/embeddings");
         let accept = if self.format == Format::Json {
             http::HeaderValue::from_static("application/json")
         } else {
@@ -137,12 +145,14 @@ impl ClientBuilder {
         Ok(Client {
             http,
             url,
+            v1,
             api_key: self.api_key,
             format: self.format,
             accept,
             concurrency: self.concurrency,
             batch_size: self.batch_size,
             retry: self.retry,
+            quantizations: Arc::default(),
         })
     }
 }
@@ -204,6 +214,73 @@ impl Client {
         Embeddings::decode(format, &headers, body, true)
     }
 
+    /// The published ranges of quantization `id` (`GET /v1/quantization/{id}`, SPEC.md section
+    /// 17.6), checked by [`Quantization::from_json`] and against `id`. Fetched once: the object is
+    /// immutable, so later calls (of this client and its clones) use the cached one.
+    pub async fn quantization(&self, id: &str) -> Result<Arc<Quantization>> {
+        if let Some(q) = self.quantizations.lock().expect("not poisoned").get(id) {
+            return Ok(q.clone());
+        }
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(err(ErrorKind::InvalidField, format!("{id:?} is not a quantization id")).field("quantization"));
+        }
+        let url = format!("{}/quantization/{id}", self.v1);
+        let reply = self
+            .retry
+            .send(|| {
+                let rb = self.http.get(&url).header(http::header::ACCEPT, "application/json");
+                match &self.api_key {
+                    Some(k) => rb.bearer_auth(k),
+                    None => rb,
+                }
+            })
+            .await?;
+        if !(200..300).contains(&reply.status) {
+            return Err(reply.error());
+        }
+        let q = Quantization::from_json(&reply.body)?;
+        if q.id != id {
+            return Err(err(
+                ErrorKind::InvalidField,
+                format!("asked for quantization {id}, the server answered {}", q.id),
+            )
+            .field("id"));
+        }
+        let q = Arc::new(q);
+        self.quantizations.lock().expect("not poisoned").insert(id.to_owned(), q.clone());
+        Ok(q)
+    }
+
+    /// [`Client::embed`], then, when the answer is `int8` or `uint8` codes, their float32 values by
+    /// the ranges the response names ([`Client::quantization`], fetched once per id). The result
+    /// keeps the quantization id; other dtypes are returned as they came.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> densewire::Result<()> {
+    /// use densewire::{Client, DType, EmbeddingsRequest};
+    /// let client = Client::builder("http://127.0.0.1:8000").build()?;
+    /// // 1 byte a dimension on the wire, float32 in memory
+    /// let e = client.embed_dequantized(&EmbeddingsRequest::new(["hello"]).dtype(DType::Int8)).await?;
+    /// assert_eq!(e.tensor.dtype(), DType::Float32);
+    /// # Ok(()) }
+    /// ```
+    pub async fn embed_dequantized(&self, req: &EmbeddingsRequest) -> Result<Embeddings> {
+        let mut e = self.embed(req).await?;
+        if !matches!(e.tensor.dtype(), crate::DType::Int8 | crate::DType::Uint8) {
+            return Ok(e);
+        }
+        let Some(id) = e.quantization.clone() else {
+            return Err(err(
+                ErrorKind::InvalidField,
+                format!("the {} response names no quantization: its codes cannot be dequantized", e.tensor.dtype()),
+            )
+            .field("quantization"));
+        };
+        let q = self.quantization(&id).await?;
+        e.tensor = q.ranges.dequantize(&e.tensor)?;
+        Ok(e)
+    }
+
     /// Embeds many texts as a stream of batches: `batch_size` texts a request, at most
     /// `concurrency` requests in flight, results in completion order. Each item is the index of the
     /// batch's first text and its embeddings. `template` supplies model, dtype, dimensions, ...
@@ -244,12 +321,23 @@ impl Client {
             return Ok(Embeddings::from_tensor(Tensor::empty(template.dtype, template.dimensions.unwrap_or(0))));
         };
         let (dtype, dims, model) = (first.tensor.dtype(), first.tensor.dims(), first.model.clone());
+        let quantization = first.quantization.clone();
         let rb = first.tensor.row_bytes();
         let mut buf = aligned_zeroed(rb * total);
         let mut usage: Option<Usage> = None;
         for (start, e) in &parts {
             if e.tensor.dtype() != dtype || e.tensor.dims() != dims {
                 return Err(err(ErrorKind::ShapeMismatch, "batches came back with different dtypes or dimensions"));
+            }
+            if e.quantization != quantization {
+                return Err(err(
+                    ErrorKind::ShapeMismatch,
+                    format!(
+                        "batches came back quantized with different ranges ({:?}, {:?})",
+                        quantization, e.quantization
+                    ),
+                )
+                .field("quantization"));
             }
             let n = e.tensor.rows();
             buf.as_mut_slice()[start * rb..(start + n) * rb].copy_from_slice(e.tensor.as_bytes());
@@ -260,6 +348,6 @@ impl Client {
             }
         }
         let tensor = Tensor::new(dtype, total, dims, buf.freeze())?;
-        Ok(Embeddings { tensor, model, usage })
+        Ok(Embeddings { tensor, model, usage, quantization })
     }
 }

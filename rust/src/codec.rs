@@ -10,8 +10,8 @@ use bytes::Bytes;
 
 impl Embeddings {
     /// Encodes the response in `format`. For [`Format::Json`], `json` says how rows are written.
-    /// For [`Format::Protobuf`] the message is an `EmbeddingsResponse` when a model or usage is
-    /// present and a bare `Tensor` otherwise.
+    /// For [`Format::Protobuf`] the message is an `EmbeddingsResponse` when a model, usage or
+    /// quantization id is present and a bare `Tensor` otherwise.
     pub fn encode(&self, format: Format, json: JsonOptions) -> Result<Encoded> {
         let body: Bytes = match format {
             Format::Json => crate::json::encode_json(self, json)?.into(),
@@ -27,7 +27,7 @@ impl Embeddings {
             Format::Protobuf => {
                 #[cfg(feature = "protobuf")]
                 {
-                    if self.model.is_some() || self.usage.is_some() {
+                    if self.model.is_some() || self.usage.is_some() || self.quantization.is_some() {
                         crate::protobuf::encode_protobuf_response(self).into()
                     } else {
                         crate::protobuf::encode_protobuf_tensor(&self.tensor).into()

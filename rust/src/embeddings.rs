@@ -54,11 +54,15 @@ pub struct Embeddings {
     pub model: Option<String>,
     /// Token usage, when the body gives it.
     pub usage: Option<Usage>,
+    /// The quantization id of an `int8` / `uint8` response (SPEC.md section 17.4): the name of the
+    /// ranges the server quantized with, published at `GET /v1/quantization/{id}`
+    /// ([`Quantization`](crate::Quantization)). Carried by every format when set.
+    pub quantization: Option<String>,
 }
 
 impl Embeddings {
     /// A bare tensor with no model or usage.
     pub fn from_tensor(tensor: Tensor) -> Embeddings {
-        Embeddings { tensor, model: None, usage: None }
+        Embeddings { tensor, model: None, usage: None, quantization: None }
     }
 }

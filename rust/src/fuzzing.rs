@@ -417,7 +417,40 @@ pub fn table_arrow(data: &[u8]) {
 pub type Target = (&'static str, fn(&[u8]));
 
 /// Every target by name, for the corpus runner.
-pub const TARGETS: [Target; 13] = [
+/// PostgreSQL binary COPY (SPEC.md section 16): the first byte chooses the columns (vector type
+/// `b % 4` of vector, halfvec, bit, sparsevec; id type `b / 4 % 5` of none, int8, int4, text, uuid),
+/// the rest is the stream. Whatever decodes must encode (unless it holds what a writer refuses, as
+/// NaN) to a stream that decodes to the same tensor and ids, and
+/// every strict prefix of that stream is `truncated` at its length.
+pub fn pgcopy(data: &[u8]) {
+    use crate::{CopyColumns, PgIdType, PgVectorType, decode_pgcopy, encode_pgcopy};
+    let Some((&b, stream)) = data.split_first() else { return };
+    let mut cols = CopyColumns::new(PgVectorType::ALL[b as usize % 4], "embedding");
+    if let Some(id) = [None, Some(PgIdType::Int8), Some(PgIdType::Int4), Some(PgIdType::Text), Some(PgIdType::Uuid)]
+        [b as usize / 4 % 5]
+    {
+        cols = cols.with_id(id, "id");
+    }
+    let Ok(got) = decode_pgcopy(stream, &cols) else { return };
+    cols.empty_dims = got.tensor.dims();
+    let enc = match encode_pgcopy(&got.tensor, &cols, got.ids.as_ref()) {
+        Ok(enc) => enc,
+        // A reader carries what a writer refuses: NaN and infinities, more dimensions or non-zero
+        // values than pgvector stores, an empty stream's d = 0.
+        Err(e) if matches!(e.kind(), ErrorKind::NonFinite | ErrorKind::InvalidField) => return,
+        Err(e) => panic!("a decoded COPY stream failed to encode: {e}"),
+    };
+    let back = decode_pgcopy(&enc, &cols).expect("our own COPY stream decodes");
+    assert_eq!(back, got, "the COPY round trip changed the data");
+    for cut in [0, 5, 19, enc.len() / 2, enc.len() - 1] {
+        if cut < enc.len() {
+            let e = decode_pgcopy(&enc[..cut], &cols).expect_err("a strict prefix of a stream");
+            assert_eq!((e.kind(), e.offset()), (ErrorKind::Truncated, Some(cut as u64)));
+        }
+    }
+}
+
+pub const TARGETS: [Target; 14] = [
     ("base64", base64),
     ("raw", raw),
     ("json", json),
@@ -431,6 +464,7 @@ pub const TARGETS: [Target; 13] = [
     ("table_msgpack", table_msgpack),
     ("table_protobuf", table_protobuf),
     ("table_arrow", table_arrow),
+    ("pgcopy", pgcopy),
 ];
 
 #[allow(dead_code)]

@@ -3,7 +3,8 @@
 //! Embeddings and numeric tensors on the wire at memory speed: the codecs of the densewire 1.3
 //! wire spec (Base64, raw bodies, the OpenAI-compatible JSON envelope, MessagePack, Protobuf and
 //! Arrow), conversions between dtypes with the spec's exact rounding, content negotiation, an
-//! axum response and extractor, and a reqwest client with bounded concurrency.
+//! axum response and extractor, a reqwest client with bounded concurrency, and PostgreSQL binary
+//! COPY streams of pgvector columns ([`encode_pgcopy`], [`decode_pgcopy`]).
 //!
 //! Everything public is re-exported here; the modules are private.
 //!
@@ -37,6 +38,8 @@ mod error;
 mod headers;
 mod json;
 mod media;
+mod pgcopy;
+mod quantization;
 mod raw;
 mod table;
 mod tensor;
@@ -81,6 +84,13 @@ pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::headers::{HEADER_VERSION, Headers};
 pub use crate::json::{EmbeddingsRequest, Input, MAX_INPUTS, decode_json, encode_json};
 pub use crate::media::{Format, negotiate};
+pub use crate::pgcopy::{
+    CopyColumns, PGCOPY_HEADER, PGCOPY_SIGNATURE, PGCOPY_TRAILER, PgCopyChunks, PgCopyData, PgIdType, PgIds,
+    PgVectorType, SPARSEVEC_MAX_NNZ, decode_pgcopy, encode_pgcopy, encode_pgcopy_rows, pgcopy_chunks,
+};
+pub use crate::quantization::{
+    QUANTIZATION_METHOD, Quantization, QuantizationRanges, dequantize, quantization_id, quantize,
+};
 pub use crate::raw::{
     HEADER_BYTEORDER, HEADER_DTYPE, HEADER_MODEL, HEADER_PROMPT_TOKENS, HEADER_SHAPE, HEADER_TOTAL_TOKENS, decode_raw,
     raw_headers,

@@ -23,7 +23,8 @@ pub fn encode_msgpack(e: &Embeddings) -> Vec<u8> {
     let t = &e.tensor;
     let mut out = Vec::with_capacity(t.as_bytes().len() + 128);
     let w = &mut out;
-    let fields = 3 + usize::from(e.model.is_some()) + usize::from(e.usage.is_some());
+    let fields =
+        3 + usize::from(e.model.is_some()) + usize::from(e.usage.is_some()) + usize::from(e.quantization.is_some());
     let ok = "writing to a Vec cannot fail";
     rmp::encode::write_map_len(w, fields as u32).expect(ok);
     if let Some(m) = &e.model {
@@ -45,6 +46,10 @@ pub fn encode_msgpack(e: &Embeddings) -> Vec<u8> {
         rmp::encode::write_uint(w, u.prompt_tokens).expect(ok);
         rmp::encode::write_str(w, "total_tokens").expect(ok);
         rmp::encode::write_uint(w, u.total_tokens).expect(ok);
+    }
+    if let Some(q) = &e.quantization {
+        rmp::encode::write_str(w, "quantization").expect(ok);
+        rmp::encode::write_str(w, q).expect(ok);
     }
     out
 }
@@ -204,6 +209,7 @@ pub fn decode_msgpack(body: Bytes) -> Result<Embeddings> {
     let mut data: Field<(usize, usize)> = Field::Absent;
     let mut model = None;
     let mut usage = None;
+    let mut quantization: Field<&[u8]> = Field::Absent;
     for _ in 0..entries {
         let (km, kat) = c.marker()?;
         let key = match km {
@@ -235,6 +241,7 @@ pub fn decode_msgpack(body: Bytes) -> Result<Embeddings> {
                 };
             }
             b"usage" => usage = read_usage(&mut c)?,
+            b"quantization" => quantization = c.str_value()?.map_or(Field::Bad, Field::Ok),
             _ => c.skip(0)?,
         }
     }
@@ -261,7 +268,12 @@ pub fn decode_msgpack(body: Bytes) -> Result<Embeddings> {
         return Err(length_mismatch(len, expected).field("data"));
     }
     let tensor = Tensor::new(dtype, n, d, body.slice(start..start + len))?.with_clear_padding_bits();
-    Ok(Embeddings { tensor, model, usage })
+    let quantization = match quantization {
+        Field::Ok(q) => Some(String::from_utf8_lossy(q).into_owned()),
+        Field::Absent => None,
+        Field::Bad => return Err(missing("quantization", "a string").with_message("quantization is not a string")),
+    };
+    Ok(Embeddings { tensor, model, usage, quantization })
 }
 
 fn to_usize(v: u64) -> Result<usize> {
@@ -382,6 +394,7 @@ mod tests {
             tensor: t,
             model: Some("m".repeat(40)),
             usage: Some(Usage { prompt_tokens: 70000, total_tokens: 1 }),
+            quantization: None,
         };
         let b = encode_msgpack(&e);
         assert_eq!(b[0], 0x85);

@@ -75,6 +75,9 @@ pub mod pb {
         /// Token usage.
         #[prost(message, optional, tag = "3")]
         pub usage: Option<Usage>,
+        /// The quantization id of an int8 / uint8 response (SPEC.md section 17.4); empty otherwise.
+        #[prost(string, tag = "4")]
+        pub quantization: String,
     }
 }
 
@@ -104,6 +107,7 @@ pub fn encode_protobuf_response(e: &Embeddings) -> Vec<u8> {
         model: e.model.clone().unwrap_or_default(),
         embeddings: Some(to_pb(&e.tensor)),
         usage: Some(pb::Usage { prompt_tokens: u.prompt_tokens, total_tokens: u.total_tokens }),
+        quantization: e.quantization.clone().unwrap_or_default(),
     }
     .encode_to_vec()
 }
@@ -122,6 +126,7 @@ pub fn decode_protobuf_response(body: Bytes) -> Result<Embeddings> {
     let mut model = None;
     let mut tensor = None;
     let mut usage = None;
+    let mut quantization = None;
     while pos < r.end {
         let tag_at = pos;
         let (field, wt) = r.key(&mut pos)?;
@@ -140,14 +145,22 @@ pub fn decode_protobuf_response(body: Bytes) -> Result<Embeddings> {
                 let mut inner = Reader { buf: &body, end: e };
                 usage = Some(inner.usage(s)?);
             }
-            (1..=3, _) => return Err(wrong_wire_type(field, wt, tag_at)),
+            (4, 2) => {
+                let (s, e) = r.len_delimited(&mut pos, tag_at)?;
+                let q = std::str::from_utf8(&body[s..e]).map_err(|_| {
+                    err(ErrorKind::Malformed, "quantization is not UTF-8").at(tag_at).field("quantization")
+                })?;
+                // proto3: an empty string is the field's absence
+                quantization = (!q.is_empty()).then(|| q.to_owned());
+            }
+            (1..=4, _) => return Err(wrong_wire_type(field, wt, tag_at)),
             _ => r.skip(&mut pos, field, wt, tag_at)?,
         }
     }
     let tensor = tensor
         .ok_or_else(|| err(ErrorKind::InvalidField, "embeddings is missing").field("embeddings"))?
         .into_tensor(&body)?;
-    Ok(Embeddings { tensor, model, usage })
+    Ok(Embeddings { tensor, model, usage, quantization })
 }
 
 pub(crate) fn wrong_wire_type(field: u64, wt: u64, at: usize) -> Error {
@@ -392,8 +405,12 @@ pub(crate) mod tests {
     #[test]
     fn prost_messages_round_trip_with_our_decoder() {
         let t = Tensor::from_slice(2, 1, &[1.5f64, -2.0]).unwrap();
-        let e =
-            Embeddings { tensor: t, model: Some("m".into()), usage: Some(Usage { prompt_tokens: 3, total_tokens: 4 }) };
+        let e = Embeddings {
+            tensor: t,
+            model: Some("m".into()),
+            usage: Some(Usage { prompt_tokens: 3, total_tokens: 4 }),
+            quantization: Some("455fc59476466b04".into()),
+        };
         let b = encode_protobuf_response(&e);
         assert_eq!(decode_protobuf_response(b.clone().into()).unwrap(), e);
         let via_prost = pb::EmbeddingsResponse::decode(&b[..]).unwrap();
@@ -468,6 +485,7 @@ pub(crate) mod tests {
             tensor: t.clone(),
             model: Some("m".into()),
             usage: Some(Usage { prompt_tokens: 3, total_tokens: 4 }),
+            quantization: None,
         };
         let response = encode_protobuf_response(&emb);
         assert_eq!(decode_protobuf_response([&GROUP[..], &response].concat().into()).unwrap(), emb);

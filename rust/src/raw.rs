@@ -20,6 +20,8 @@ pub const HEADER_MODEL: &str = "Densewire-Model";
 pub const HEADER_PROMPT_TOKENS: &str = "Densewire-Prompt-Tokens";
 /// `Densewire-Total-Tokens`.
 pub const HEADER_TOTAL_TOKENS: &str = "Densewire-Total-Tokens";
+/// `Densewire-Quantization`: the quantization id of an `int8` / `uint8` response (SPEC.md section 17.5).
+pub const HEADER_QUANTIZATION: &str = "Densewire-Quantization";
 
 /// The headers that describe a raw body, in the order of SPEC.md section 7. The body itself is
 /// `e.tensor.as_bytes()`.
@@ -53,6 +55,7 @@ pub(crate) enum RawHeader {
     Model,
     PromptTokens,
     TotalTokens,
+    Quantization,
 }
 
 impl RawHeader {
@@ -65,6 +68,7 @@ impl RawHeader {
             RawHeader::Model => HEADER_MODEL,
             RawHeader::PromptTokens => HEADER_PROMPT_TOKENS,
             RawHeader::TotalTokens => HEADER_TOTAL_TOKENS,
+            RawHeader::Quantization => HEADER_QUANTIZATION,
         }
     }
 }
@@ -81,7 +85,7 @@ pub(crate) enum RawValue<'a> {
     Shape(usize, usize),
     /// A token count.
     Count(u64),
-    /// Text of the response (the model id).
+    /// Text of the response (the model id, the quantization id).
     Text(&'a str),
 }
 
@@ -96,6 +100,7 @@ pub(crate) fn raw_header_values(e: &Embeddings) -> impl Iterator<Item = (RawHead
         e.model.as_deref().map(|m| (RawHeader::Model, RawValue::Text(m))),
         e.usage.map(|u| (RawHeader::PromptTokens, RawValue::Count(u.prompt_tokens))),
         e.usage.map(|u| (RawHeader::TotalTokens, RawValue::Count(u.total_tokens))),
+        e.quantization.as_deref().map(|q| (RawHeader::Quantization, RawValue::Text(q))),
     ]
     .into_iter()
     .flatten()
@@ -139,7 +144,8 @@ pub fn decode_raw<H: Headers + ?Sized>(headers: &H, body: Bytes) -> Result<Embed
             total_tokens: parse_count(t, HEADER_TOTAL_TOKENS)?,
         }),
     };
-    Ok(Embeddings { tensor, model, usage })
+    let quantization = headers.header(HEADER_QUANTIZATION).map(|q| q.trim().to_owned());
+    Ok(Embeddings { tensor, model, usage, quantization })
 }
 
 fn parse_count(v: Option<&str>, name: &'static str) -> Result<u64> {

@@ -1,11 +1,12 @@
 //! The golden vectors of SPEC.md section 13: one test per case, named by the case id.
-//! Loads testdata/golden/{tensors,conversions,invalid,interop}.json found by walking up from this
+//! Loads testdata/golden/{tensors,conversions,invalid,interop,quantization}.json found by walking up from this
 //! crate to the repository root. Every case Rust claims (capabilities.json) runs: one whose format is
 //! not supported fails; the cases of unclaimed features are listed in the output, not run.
 
 use densewire::{
-    ByteOrder, DType, Embeddings, EncodingFormat, Error, Format, JsonOptions, Tensor, Usage, decode_json, decode_raw,
-    encode_json, f32_to_bf16, f32_to_f16, f64_to_f32, raw_headers, tensor_from_base64, tensor_to_base64,
+    ByteOrder, DType, Embeddings, EncodingFormat, Error, Format, JsonOptions, Quantization, QuantizationRanges, Tensor,
+    Usage, decode_json, decode_raw, dequantize, encode_json, f32_to_bf16, f32_to_f16, f64_to_f32, quantization_id,
+    quantize, raw_headers, tensor_from_base64, tensor_to_base64,
 };
 use libtest_mimic::{Arguments, Trial};
 use serde_json::Value;
@@ -48,6 +49,7 @@ fn expected_embeddings(c: &Value) -> Embeddings {
             total_tokens: u["total_tokens"].as_u64().unwrap(),
         });
     }
+    e.quantization = c.get("quantization").and_then(Value::as_str).map(str::to_owned);
     e
 }
 
@@ -74,6 +76,9 @@ fn check_meta(got: &Embeddings, want: &Embeddings) -> R {
     }
     if want.usage.is_some() && got.usage != want.usage {
         return Err(format!("usage {:?} != {:?}", got.usage, want.usage).into());
+    }
+    if got.quantization != want.quantization {
+        return Err(format!("quantization {:?} != {:?}", got.quantization, want.quantization).into());
     }
     Ok(())
 }
@@ -311,14 +316,111 @@ fn run_interop_case(c: &Value) -> R {
     }
 }
 
+// ------------------------------------------------------------------ quantization (SPEC.md section 17)
+
+fn f32_list(c: &Value, k: &str) -> Vec<f32> {
+    c[k].as_array()
+        .unwrap_or_else(|| panic!("case field {k}"))
+        .iter()
+        .map(|h| f32::from_bits(u32::from_str_radix(h.as_str().unwrap(), 16).unwrap()))
+        .collect()
+}
+
+fn byte_list(c: &Value, k: &str) -> Vec<u8> {
+    c[k].as_array().unwrap_or_else(|| panic!("case field {k}")).iter().map(|h| hex(h.as_str().unwrap())[0]).collect()
+}
+
+fn quant_input(c: &Value) -> Tensor {
+    let (n, d) = shape(c);
+    Tensor::from_vec(n, d, f32_list(c, "input")).expect("input fills the shape")
+}
+
+fn quant_codes(c: &Value) -> Tensor {
+    let (n, d) = shape(c);
+    Tensor::new(DType::from_name(s(c, "dtype")).unwrap(), n, d, byte_list(c, "codes")).expect("codes fill the shape")
+}
+
+fn bits_of(t: &Tensor) -> Vec<String> {
+    t.as_f32().unwrap().iter().map(|x| format!("{:08x}", x.to_bits())).collect()
+}
+
+fn run_quantization_case(c: &Value) -> R {
+    if s(c, "id").starts_with("invalid.") {
+        let result = match s(c, "operation") {
+            "quantize" => {
+                quantize(&quant_input(c), &f32_list(c, "lower"), &f32_list(c, "upper"), DType::Int8).map(drop)
+            }
+            "dequantize" => dequantize(&quant_codes(c), &f32_list(c, "lower"), &f32_list(c, "upper")).map(drop),
+            "id" => Quantization::from_json(s(c, "input_text").as_bytes()).map(drop),
+            _ => decode_invalid(c),
+        };
+        return check_error(c, result);
+    }
+    let ranges = || (f32_list(c, "lower"), f32_list(c, "upper"));
+    match s(c, "operation") {
+        "quantize" => {
+            let (lower, upper) = ranges();
+            let x = quant_input(c);
+            let ranges = QuantizationRanges::new(lower.clone(), upper.clone()).map_err(|e| fail("ranges", e))?;
+            for (dtype, key) in [(DType::Uint8, "uint8"), (DType::Int8, "int8")] {
+                let got = quantize(&x, &lower, &upper, dtype).map_err(|e| fail("quantize", e))?;
+                bytes_equal(key, got.as_bytes(), &byte_list(c, key))?;
+                if ranges.quantize(&x, dtype).map_err(|e| fail("quantize", e))? != got {
+                    return Err("QuantizationRanges::quantize differs from quantize".into());
+                }
+            }
+        }
+        "dequantize" => {
+            let (lower, upper) = ranges();
+            let got = dequantize(&quant_codes(c), &lower, &upper).map_err(|e| fail("dequantize", e))?;
+            let want: Vec<String> =
+                c["output"].as_array().unwrap().iter().map(|h| h.as_str().unwrap().into()).collect();
+            if bits_of(&got) != want {
+                return Err(format!("dequantized {:?}, expected {want:?}", bits_of(&got)).into());
+            }
+        }
+        "id" => {
+            let (lower, upper) = ranges();
+            let id = quantization_id(&lower, &upper);
+            if id != s(c, "quantization") {
+                return Err(format!("id {id}, expected {}", s(c, "quantization")).into());
+            }
+            let q =
+                Quantization::from_json(s(c, "encoded_text").as_bytes()).map_err(|e| fail("published object", e))?;
+            let same = |a: &[f32], b: &[f32]| a.iter().map(|x| x.to_bits()).eq(b.iter().map(|x| x.to_bits()));
+            if q.id != id || !same(q.ranges.lower(), &lower) || !same(q.ranges.upper(), &upper) {
+                return Err(format!("the published object read as {q:?}").into());
+            }
+            if q.ranges.dims() as u64 != c["dimensions"].as_u64().unwrap() {
+                return Err("dimensions differ".into());
+            }
+        }
+        "binary" => {
+            let packed = quant_input(c).convert(DType::Binary).map_err(|e| fail("convert", e))?;
+            bytes_equal("binary", packed.as_bytes(), &byte_list(c, "binary"))?;
+            // Cohere's `binary`: the same bytes as offset binary (byte - 128)
+            let cohere: Vec<String> = packed.as_bytes().iter().map(|&b| (b as i16 - 128).to_string()).collect();
+            let want: Vec<String> =
+                c["cohere_binary"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().into()).collect();
+            if cohere != want {
+                return Err(format!("Cohere binary {cohere:?}, expected {want:?}").into());
+            }
+        }
+        "envelope" => run_tensor_case(c)?,
+        other => return Err(format!("unknown quantization operation {other}").into()),
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
-    let files: [(&str, fn(&Value) -> R); 4] = [
+    let files: [(&str, fn(&Value) -> R); 5] = [
         ("tensors", run_tensor_case),
         ("conversions", run_conversion_case),
         ("invalid", run_invalid_case),
         ("interop", run_interop_case),
+        ("quantization", run_quantization_case),
     ];
     let loaded: Vec<(String, Vec<Value>, fn(&Value) -> R)> =
         files.iter().map(|(file, runner)| (format!("{file}.json"), load(file), *runner)).collect();

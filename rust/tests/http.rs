@@ -36,6 +36,7 @@ fn expected() -> Embeddings {
         tensor: t,
         model: Some("sentence-transformers/all-MiniLM-L6-v2".into()),
         usage: Some(Usage { prompt_tokens: 7, total_tokens: 7 }),
+        quantization: None,
     }
 }
 
@@ -406,4 +407,69 @@ async fn compression_of_responses_and_request_bodies() {
         let back = Embeddings::decode(Format::Raw, &headers, plain.into(), false).unwrap();
         assert_eq!(back.tensor, Tensor::from_slice(64, 16, &vec![0.25f32; 1024]).unwrap());
     }
+}
+
+/// The ranges of quantization.id.basic (SPEC.md section 17.6), as a server publishes them.
+const PUBLISHED: &str = r#"{"object":"quantization","id":"455fc59476466b04","model":"m","method":"minmax-per-dimension","calibration":{"name":"python-docs-v1","texts":1000,"sha256":"81929a2d3728bde37f0c0e1316befb814dae9cafa3050c6fb3a84c4fd112a6d4"},"dimensions":4,"lower":"AACAvwAAAL8AAAAAAACAvg==","upper":"AACAPwAAAD8AAIA/AABAPw=="}"#;
+
+#[tokio::test]
+async fn client_dequantizes_with_the_published_ranges_fetched_once() {
+    use axum::extract::{Path, State};
+    use axum::routing::get;
+    let fetches = Arc::new(AtomicUsize::new(0));
+    async fn embeddings(fmt: Negotiated, req: EmbeddingsRequest) -> Result<DenseResponse, densewire::ApiError> {
+        let x = Tensor::from_slice(2, 4, &[0.0f32, 0.1, 2.0, -0.25, -1.0, 0.5, 0.5, 0.75])?;
+        let ranges = densewire::Quantization::from_json(PUBLISHED.as_bytes())?.ranges;
+        let mut e = if matches!(req.dtype, DType::Int8 | DType::Uint8) {
+            let mut e = Embeddings::from_tensor(ranges.quantize(&x, req.dtype)?);
+            e.quantization = Some(ranges.id());
+            e
+        } else {
+            Embeddings::from_tensor(x)
+        };
+        e.model = Some("m".into()); // a server names its model (and Protobuf answers are then responses)
+        let json = JsonOptions { encoding_format: req.encoding_format, byteorder: req.byteorder };
+        Ok(fmt.respond(e, json))
+    }
+    async fn quantization(State(fetches): State<Arc<AtomicUsize>>, Path(id): Path<String>) -> Response {
+        fetches.fetch_add(1, Ordering::SeqCst);
+        if id == "455fc59476466b04" {
+            ([("content-type", "application/json")], PUBLISHED).into_response()
+        } else {
+            densewire::ApiError(Error::new(ErrorKind::NotFound, "no such quantization").field("id")).into_response()
+        }
+    }
+    let app = Router::new()
+        .route("/v1/embeddings", post(embeddings))
+        .route("/v1/quantization/{id}", get(quantization))
+        .with_state(fetches.clone());
+    let url = serve(app).await;
+    let ranges = densewire::Quantization::from_json(PUBLISHED.as_bytes()).unwrap().ranges;
+    let x = Tensor::from_slice(2, 4, &[0.0f32, 0.1, 2.0, -0.25, -1.0, 0.5, 0.5, 0.75]).unwrap();
+    for format in Format::ALL {
+        let client = Client::builder(&url).format(format).build().unwrap();
+        for dtype in [DType::Int8, DType::Uint8] {
+            let req = EmbeddingsRequest::new(["a", "b"]).dtype(dtype).encoding_format(EncodingFormat::Base64);
+            let codes = client.embed(&req).await.unwrap();
+            assert_eq!(codes.tensor.dtype(), dtype, "{format}");
+            assert_eq!(codes.quantization.as_deref(), Some("455fc59476466b04"), "{format}: the id travels");
+            let e = client.embed_dequantized(&req).await.unwrap();
+            assert_eq!(e.tensor, ranges.dequantize(&ranges.quantize(&x, dtype).unwrap()).unwrap(), "{format}");
+            assert_eq!(e.quantization.as_deref(), Some("455fc59476466b04"));
+        }
+        // float32 answers pass through
+        let e = client.embed_dequantized(&EmbeddingsRequest::new(["a", "b"])).await.unwrap();
+        assert_eq!((e.tensor, e.quantization), (x.clone(), None), "{format}");
+    }
+    // one fetch per client: the clones of a client share its cache, a new client fetches again
+    assert_eq!(fetches.load(Ordering::SeqCst), Format::ALL.len());
+    let client = Client::builder(&url).build().unwrap();
+    let q = client.quantization("455fc59476466b04").await.unwrap();
+    let again = client.clone().quantization("455fc59476466b04").await.unwrap();
+    assert!(Arc::ptr_eq(&q, &again));
+    assert_eq!(fetches.load(Ordering::SeqCst), Format::ALL.len() + 1);
+    let e = client.quantization("0000000000000000").await.unwrap_err();
+    assert_eq!((e.kind(), e.field_name()), (ErrorKind::NotFound, Some("id")));
+    let e = client.quantization("../models").await.unwrap_err();
+    assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some("quantization")));
 }

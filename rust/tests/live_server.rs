@@ -117,3 +117,42 @@ async fn tables_against_densewire_serve() {
         list.iter().map(|t| &t.name).collect::<Vec<_>>()
     );
 }
+
+/// Quantized answers of `densewire serve` (SPEC.md section 17): int8 and uint8 in every format carry
+/// the quantization id of the model's published ranges; the client fetches them from
+/// `GET /v1/quantization/{id}` and dequantizes to within a step of the float32 answer; quantizing the
+/// float32 answer here gives the server's codes exactly.
+#[tokio::test]
+async fn quantized_answers_of_densewire_serve() {
+    let Ok(url) = std::env::var("DENSEWIRE_SERVER_URL") else {
+        eprintln!("DENSEWIRE_SERVER_URL is not set: no live server to test quantized answers against");
+        return;
+    };
+    let texts = ["hello world", "a second, longer text about moving embeddings"];
+    let float = Client::builder(&url).build().unwrap().embed(&EmbeddingsRequest::new(texts)).await.unwrap();
+    assert_eq!(float.quantization, None, "float32 answers name no quantization");
+    let mut id = None;
+    for format in Format::ALL {
+        let client = Client::builder(&url).format(format).build().unwrap();
+        for dtype in [DType::Int8, DType::Uint8] {
+            let req = EmbeddingsRequest::new(texts).dtype(dtype).encoding_format(EncodingFormat::Base64);
+            let codes = client.embed(&req).await.unwrap_or_else(|e| panic!("{format} {dtype}: {e}"));
+            assert_eq!(codes.tensor.dtype(), dtype, "{format}");
+            let qid = codes.quantization.clone().unwrap_or_else(|| panic!("{format} {dtype}: no quantization id"));
+            assert_eq!(id.get_or_insert_with(|| qid.clone()), &qid, "{format} {dtype}: one id for the model");
+            let q = client.quantization(&qid).await.unwrap();
+            assert_eq!(q.ranges.quantize(&float.tensor, dtype).unwrap(), codes.tensor, "{format} {dtype}: the rule");
+            let e = client.embed_dequantized(&req).await.unwrap();
+            assert_eq!(e.tensor, q.ranges.dequantize(&codes.tensor).unwrap());
+            let (x, y) = (float.tensor.to_f32_vec().unwrap(), e.tensor.to_f32_vec().unwrap());
+            let d = float.tensor.dims();
+            for (k, (a, b)) in x.iter().zip(&y).enumerate() {
+                let j = k % d;
+                let step = (q.ranges.upper()[j] - q.ranges.lower()[j]) / 255.0;
+                let inside = a >= &q.ranges.lower()[j] && a <= &q.ranges.upper()[j];
+                assert!(!inside || (a - b).abs() <= step * 0.5 + 1e-6, "{format} {dtype}[{k}]: {a} -> {b}");
+            }
+        }
+    }
+    eprintln!("live server {url}: int8/uint8 answers in every format named quantization {}", id.unwrap());
+}

@@ -28,13 +28,18 @@ fn tensor() -> impl Strategy<Value = Tensor> {
 }
 
 fn embeddings() -> impl Strategy<Value = Embeddings> {
-    (tensor(), prop::option::of("[ -~]{0,40}"), prop::option::of((any::<u32>(), any::<u32>()))).prop_map(|(t, m, u)| {
-        Embeddings {
+    (
+        tensor(),
+        prop::option::of("[ -~]{0,40}"),
+        prop::option::of((any::<u32>(), any::<u32>())),
+        prop::option::of("[0-9a-f]{16}"),
+    )
+        .prop_map(|(t, m, u, q)| Embeddings {
             tensor: t,
             model: m,
             usage: u.map(|(p, t)| Usage { prompt_tokens: p as u64, total_tokens: t as u64 }),
-        }
-    })
+            quantization: q,
+        })
 }
 
 proptest! {
@@ -52,9 +57,10 @@ proptest! {
     fn binary_formats_roundtrip(e in embeddings()) {
         for format in [Format::Raw, Format::Msgpack, Format::Protobuf, Format::Arrow] {
             let enc = e.encode(format, JsonOptions::default()).unwrap();
-            let response = e.model.is_some() || e.usage.is_some();
+            let response = e.model.is_some() || e.usage.is_some() || e.quantization.is_some();
             let back = Embeddings::decode(format, &enc.headers, enc.body, response).unwrap();
             prop_assert_eq!(&back.tensor, &e.tensor, "{}", format);
+            prop_assert_eq!(&back.quantization, &e.quantization, "{}", format);
             if format != Format::Protobuf {
                 prop_assert_eq!(&back.model, &e.model, "{}", format);
             }
@@ -66,7 +72,9 @@ proptest! {
     fn json_base64_roundtrip(e in embeddings(), big in any::<bool>()) {
         let order = if big { ByteOrder::Big } else { ByteOrder::Little };
         let text = encode_json(&e, JsonOptions { encoding_format: EncodingFormat::Base64, byteorder: order }).unwrap();
-        prop_assert_eq!(decode_json(text.as_bytes()).unwrap().tensor, e.tensor);
+        let back = decode_json(text.as_bytes()).unwrap();
+        prop_assert_eq!(back.quantization, e.quantization);
+        prop_assert_eq!(back.tensor, e.tensor);
     }
 
     #[test]

@@ -306,6 +306,7 @@ struct Response<'a> {
     dtype: Loose<Cow<'a, str>>,
     byteorder: Loose<Cow<'a, str>>,
     dimensions: Loose<u64>,
+    quantization: Loose<Cow<'a, str>>,
     not_an_object: bool,
 }
 
@@ -327,6 +328,7 @@ impl<'de> de::Deserialize<'de> for Response<'de> {
                         "dtype" => r.dtype = map.next_value::<LooseStr>()?.0,
                         "byteorder" => r.byteorder = map.next_value::<LooseStr>()?.0,
                         "dimensions" => r.dimensions = map.next_value::<LooseU64>()?.0,
+                        "quantization" => r.quantization = map.next_value::<LooseStr>()?.0,
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -427,8 +429,15 @@ pub fn decode_json(text: &[u8]) -> Result<Embeddings> {
             total_tokens: u.get("total_tokens").and_then(|t| t.as_u64()).unwrap_or(0),
         })
     });
+    let quantization = match r.quantization {
+        Loose::Absent => None,
+        Loose::Ok(q) => Some(q.into_owned()),
+        Loose::Null | Loose::WrongType => {
+            return Err(err(ErrorKind::InvalidField, "quantization is not a string").field("quantization"));
+        }
+    };
     let tensor = assemble(dtype, order, dims_field, rows)?;
-    Ok(Embeddings { tensor, model, usage })
+    Ok(Embeddings { tensor, model, usage, quantization })
 }
 
 fn dims_error() -> Error {

@@ -76,6 +76,12 @@ pub fn encode_json(e: &Embeddings, opts: JsonOptions) -> Result<String> {
         r#","usage":{{"prompt_tokens":{},"total_tokens":{}}},"dtype":"{}","byteorder":"{}","dimensions":{}}}"#,
         u.prompt_tokens, u.total_tokens, dtype, byteorder, d
     );
+    if let Some(q) = &e.quantization {
+        s.pop(); // the closing brace: the id comes after dimensions (SPEC.md section 6.2)
+        s.push_str(r#","quantization":"#);
+        s.push_str(&serde_json::to_string(q).expect("a string serializes"));
+        s.push('}');
+    }
     Ok(s)
 }
 

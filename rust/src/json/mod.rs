@@ -6,6 +6,7 @@ mod encode;
 mod request;
 
 pub use decode::decode_json;
+pub(crate) use decode::json_error;
 pub use encode::encode_json;
 pub use request::{EmbeddingsRequest, Input, MAX_INPUTS};
 
@@ -108,7 +109,7 @@ mod tests {
     #[test]
     fn encode_writes_spec_key_order() {
         let t = Tensor::from_slice(1, 1, &[1.0f32]).unwrap();
-        let e = Embeddings { tensor: t, model: Some("m\"x".into()), usage: None };
+        let e = Embeddings { tensor: t, model: Some("m\"x".into()), usage: None, quantization: None };
         let text = encode_json(&e, JsonOptions { encoding_format: EncodingFormat::Base64, byteorder: ByteOrder::Big })
             .unwrap();
         assert_eq!(

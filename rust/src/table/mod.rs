@@ -18,6 +18,7 @@ pub(crate) mod protobuf;
 pub use media::{
     HEADER_COLUMNS, HEADER_ROWS, HEADER_TABLE, TableFormat, columns_header, parse_columns_header, percent_encode,
 };
+pub(crate) use model::parse_uuid;
 pub use model::{Column, ColumnData, ColumnSpec, ColumnType, Table, TableItem, Values, format_uuid};
 
 #[cfg(feature = "arrow")]
