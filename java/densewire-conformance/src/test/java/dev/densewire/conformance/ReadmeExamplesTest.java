@@ -2,7 +2,6 @@ package dev.densewire.conformance;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpServer;
@@ -24,14 +23,9 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.FloatBuffer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -189,21 +183,6 @@ class ReadmeExamplesTest {
 
     @Test
     void readmeShowsTheseExamplesVerbatim() throws IOException {
-        Path module = Path.of("").toAbsolutePath();
-        String source = Files.readString(module.resolve("src/test/java/dev/densewire/conformance/ReadmeExamplesTest.java"));
-        String readme = Files.readString(module.resolve("../README.md"), StandardCharsets.UTF_8);
-        Matcher m = Pattern.compile("(?m)^( *)// README:(\\w+)\\n(.*?)^ *// END$", Pattern.DOTALL).matcher(source);
-        int count = 0;
-        while (m.find()) {
-            String indent = m.group(1);
-            StringBuilder snippet = new StringBuilder();
-            for (String line : m.group(3).split("\n", -1)) {
-                snippet.append(line.startsWith(indent) ? line.substring(indent.length()) : line).append('\n');
-            }
-            String code = snippet.toString().stripTrailing() + "\n";
-            assertTrue(readme.contains(code), "README.md lacks example '" + m.group(2) + "':\n" + code);
-            count++;
-        }
-        assertEquals(6, count, "examples found");
+        ReadmeSnippets.assertShownVerbatim(ReadmeExamplesTest.class, 6);
     }
 }

@@ -1,22 +1,16 @@
 package dev.densewire.conformance;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.densewire.Dtype;
 import dev.densewire.PgCopy;
 import dev.densewire.Tensor;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.util.HexFormat;
 import java.util.List;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.postgresql.PGConnection;
 import org.postgresql.copy.CopyManager;
@@ -69,21 +63,6 @@ class ReadmePgCopyExamplesTest {
 
     @Test
     void readmeShowsTheseExamplesVerbatim() throws IOException {
-        Path module = Path.of("").toAbsolutePath();
-        String source = Files.readString(module.resolve("src/test/java/dev/densewire/conformance/ReadmePgCopyExamplesTest.java"));
-        String readme = Files.readString(module.resolve("../README.md"), StandardCharsets.UTF_8);
-        Matcher m = Pattern.compile("(?m)^( *)// README:([\\w-]+)\\n(.*?)^ *// END$", Pattern.DOTALL).matcher(source);
-        int count = 0;
-        while (m.find()) {
-            String indent = m.group(1);
-            StringBuilder snippet = new StringBuilder();
-            for (String line : m.group(3).split("\n", -1)) {
-                snippet.append(line.startsWith(indent) ? line.substring(indent.length()) : line).append('\n');
-            }
-            String code = snippet.toString().stripTrailing() + "\n";
-            assertTrue(readme.contains(code), "README.md lacks example '" + m.group(2) + "':\n" + code);
-            count++;
-        }
-        assertEquals(2, count, "examples found");
+        ReadmeSnippets.assertShownVerbatim(ReadmePgCopyExamplesTest.class, 2);
     }
 }

@@ -24,14 +24,9 @@ import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.DoubleBuffer;
 import java.nio.FloatBuffer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -133,21 +128,6 @@ class ReadmeTablesExamplesTest {
 
     @Test
     void readmeShowsTheseExamplesVerbatim() throws IOException {
-        Path module = Path.of("").toAbsolutePath();
-        String source = Files.readString(module.resolve("src/test/java/dev/densewire/conformance/ReadmeTablesExamplesTest.java"));
-        String readme = Files.readString(module.resolve("../README.md"), StandardCharsets.UTF_8);
-        Matcher m = Pattern.compile("(?m)^( *)// README:([\\w-]+)\\n(.*?)^ *// END$", Pattern.DOTALL).matcher(source);
-        int count = 0;
-        while (m.find()) {
-            String indent = m.group(1);
-            StringBuilder snippet = new StringBuilder();
-            for (String line : m.group(3).split("\n", -1)) {
-                snippet.append(line.startsWith(indent) ? line.substring(indent.length()) : line).append('\n');
-            }
-            String code = snippet.toString().stripTrailing() + "\n";
-            assertTrue(readme.contains(code), "README.md lacks example '" + m.group(2) + "':\n" + code);
-            count++;
-        }
-        assertEquals(4, count, "examples found");
+        ReadmeSnippets.assertShownVerbatim(ReadmeTablesExamplesTest.class, 4);
     }
 }
