@@ -3,7 +3,10 @@
 ``create_app(config)`` builds it; the model is loaded (in a thread) and the caches started in the
 lifespan, before uvicorn accepts connections. Routes:
 
-* ``POST /v1/embeddings``: OpenAI-compatible embeddings, negotiated response (SPEC.md 6 and 12);
+* ``POST /v1/embeddings``: OpenAI-compatible embeddings, negotiated response (SPEC.md 6 and 12), and
+  vLLM's dialect of it (vllm.py);
+* ``POST /embed`` (and ``POST /``), ``POST /tokenize``, ``GET /info``: TEI's routes; ``POST /v2/embed``:
+  Cohere's; ``POST /api/embed``, ``POST /api/embeddings``: Ollama's (dialects.py, SPEC.md 6.4);
 * ``GET /v1/models``, ``GET /v1/models/{id}``: the served model;
 * ``GET /v1/tables``, ``GET``/``HEAD /v1/tables/{name}``: tables, pre-serialized (tables.py, SPEC.md 15.9);
 * ``/demo/``: the demo page (static files);
@@ -23,7 +26,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 import numpy as np
 import orjson
@@ -43,6 +46,7 @@ from densewire import (
     RateLimitedError,
     Embeddings,
     InvalidFieldError,
+    MalformedError,
     MethodNotAllowedError,
     NotFoundError,
     Tensor,
@@ -56,7 +60,7 @@ from densewire._backends.blas import limit_blas_threads
 from densewire._backends.registry import load_backend
 
 from .admission import Admission, ClientGone, ShuttingDown, Ticket, await_while_connected
-from .compression import read_body
+from .compression import compress, read_body
 from .config import ServerConfig, config_from_env, validate
 from .embedder import Embedder
 from .errorlog import ErrorLogMiddleware
@@ -70,6 +74,8 @@ from .pages import DocsFiles, docs, home, ready_block
 from .request import EmbeddingsRequest, parse_embeddings_request
 from .responses import RESPONSE_CLASSES, ErrorResponse, render_embeddings
 from .tables.config import table_specs
+from .tokenids import cl100k, cl100k_loaded, reject_token_ids
+from .vllm import check_vllm_format, render_vllm_bytes, render_vllm_json, vllm_id
 from .tables.registry import TableRegistry
 from .tables.routes import DemoFiles, get_table, list_tables
 
@@ -190,11 +196,6 @@ def _state(request: Request) -> ServerState:
     return request.app.state.densewire
 
 
-def _internal_error(exc: BaseException) -> Response:
-    log.exception("unexpected error", exc_info=exc)
-    return ErrorResponse(DensewireError(f"internal server error ({type(exc).__name__})"))
-
-
 def _encode_cost(fmt: str, encoding_format: str, nbytes: int, content_encoding: str | None) -> int:
     key = encoding_format if fmt == "json" else fmt
     cost = nbytes * _ENCODE_FACTOR[key]
@@ -214,46 +215,132 @@ def _check_content_type(value: str | None) -> None:
         field="Content-Type")
 
 
-async def embeddings(request: Request) -> Response:
-    """``POST /v1/embeddings``: a pipeline of steps, each owning one concern; a step refuses a request
-    by raising a ``DensewireError`` (answered with the OpenAI error envelope)."""
+class Call:
+    """One embeddings request in flight, whatever its dialect: what a route's handler needs from the
+    shared pipeline (the body, the model call, the rendering) and what the runner records."""
+
+    def __init__(self, st: ServerState, service: Embedder, request: Request, ticket: Ticket) -> None:
+        self.st, self.service, self.request, self.ticket = st, service, request, ticket
+        self.fmt = "json"  # the metrics label of the answer
+        self.body_size = 0
+
+    def negotiate(self) -> tuple[str, str | None]:
+        """The negotiated format and content coding (SPEC.md 12)."""
+        self.fmt = negotiate_format(self.request.headers.get("accept"), self.request.query_params.get("format"))
+        return self.fmt, negotiate_encoding(self.request.headers.get("accept-encoding"))
+
+    async def body(self) -> bytes:
+        async with asyncio.timeout(self.ticket.remaining()):
+            body = await _read_body(self.st.cfg, self.request)
+        self.body_size = len(body)
+        return body
+
+    async def json_body(self) -> Any:
+        """The body parsed as JSON (``malformed`` when it is not), in the CPU pool when large."""
+        body = await self.body()
+        def parse() -> Any:
+            try:
+                return orjson.loads(body)
+            except orjson.JSONDecodeError as exc:
+                raise MalformedError(f"request body is not valid JSON: {exc}",
+                                     offset=getattr(exc, "pos", None)) from None
+        return parse() if len(body) < _THREAD_PARSE_BYTES else await self.service.in_cpu_pool(parse)
+
+    async def embed(self, req: EmbeddingsRequest) -> tuple[np.ndarray, int]:
+        """The model call, abandoned when the client leaves, the deadline passes or the server drains."""
+        return await await_while_connected(_embed(self.service, req, self.st.metrics), self.request.receive,
+                                           self.ticket, self.st.lifecycle.expired)
+
+    def embeddings(self, req: EmbeddingsRequest, vectors: np.ndarray, prompt_tokens: int) -> Embeddings:
+        return _to_embeddings(self.service, req, vectors, prompt_tokens)
+
+    async def render(self, emb: Embeddings, fmt: str, content_encoding: str | None, *,
+                     encoding_format: str = "base64", byteorder: str = "little") -> Response:
+        """densewire's negotiated body (SPEC.md 6-10), in the CPU pool when costly."""
+        return await _render_format(self.st.cfg, self.service, emb, fmt, content_encoding,
+                                    encoding_format=encoding_format, byteorder=byteorder)
+
+    def prepared(self, body: bytes | memoryview, headers: dict[str, str], content_encoding: str | None,
+                 media_type: str = "application/json") -> Response:
+        """A dialect's own body, compressed like every answer, with ``Vary``."""
+        headers = {**headers, "Vary": VARY}
+        if content_encoding is not None and len(body) >= self.st.cfg.compress_min_bytes:
+            body = compress(body, content_encoding)
+            headers["Content-Encoding"] = content_encoding
+        headers.setdefault("Content-Type", media_type)
+        response = Response(bytes(body) if isinstance(body, memoryview) else body, 200)
+        response.headers.update(headers)
+        return response
+
+
+#: a route's error envelope: (error, headers) -> response
+ErrorRenderer = Callable[[DensewireError, dict[str, str]], Response]
+
+
+async def run_call(request: Request, route: str, handle: Callable[[Call], Awaitable[Response]],
+                   error: ErrorRenderer = ErrorResponse) -> Response:
+    """The steps every embeddings route shares: auth (401), a loaded model (503), admission (429/503),
+    the handler (which reads, parses, embeds and renders), the deadline (503), a client that left (no
+    answer), a bug (500 in the route's envelope), and the metrics."""
     st = _state(request)
     t0 = time.perf_counter()
-    fmt = "json"
     ticket: Ticket | None = None
+    call: Call | None = None
     try:
         service = _authorize(st, request)
         ticket = st.admit()
-        fmt = negotiate_format(request.headers.get("accept"), request.query_params.get("format"))
-        content_encoding = negotiate_encoding(request.headers.get("accept-encoding"))
-        async with asyncio.timeout(ticket.remaining()):
-            body = await _read_body(st.cfg, request)
-            req = await _parse(st.cfg, service, body)
-        vectors, prompt_tokens = await await_while_connected(
-            _embed(service, req, st.metrics), request.receive, ticket, st.lifecycle.expired)
-        emb = _to_embeddings(service, req, vectors, prompt_tokens)
-        response = await _render(st.cfg, service, emb, req, fmt, content_encoding)
-        if max(len(body), len(response.body)) >= TRIM_AFTER_BYTES:
+        call = Call(st, service, request, ticket)
+        response = await handle(call)
+        if max(call.body_size, len(response.body)) >= TRIM_AFTER_BYTES:
             response.background = BackgroundTask(release_memory)  # after the response is sent
         ticket.release(completed=True)
     except DensewireError as err:
-        response = ErrorResponse(err, _error_headers(st, err))
+        response = error(err, _error_headers(st, err))
     except TimeoutError:
-        response = ErrorResponse(st.admission.timed_out(), {"Retry-After": str(st.admission.retry_after())})
+        response = error(st.admission.timed_out(), {"Retry-After": str(st.admission.retry_after())})
     except ShuttingDown:
-        response = ErrorResponse(UnavailableError("the server is shutting down; retry on another replica"),
-                                 {"Connection": "close", "Retry-After": "1"})
+        response = error(UnavailableError("the server is shutting down; retry on another replica"),
+                         {"Connection": "close", "Retry-After": "1"})
     except (ClientDisconnect, ClientGone):
         st.metrics.admission_rejections.labels("disconnected").inc()
-        st.metrics.requests.labels("/v1/embeddings", "499", fmt).inc()
+        st.metrics.requests.labels(route, "499", call.fmt if call else "json").inc()
         return Response(status_code=400)
     except Exception as exc:  # noqa: BLE001 - a bug must still answer with the envelope
-        response = _internal_error(exc)
+        log.exception("unexpected error", exc_info=exc)
+        response = error(DensewireError(f"internal server error ({type(exc).__name__})"), {})
     finally:
         if ticket is not None:
             ticket.release()
-    _record(st.metrics, fmt, response, t0)
+    _record(st.metrics, route, call.fmt if call else "json", response, t0)
     return response
+
+
+async def embeddings(request: Request) -> Response:
+    """``POST /v1/embeddings``: OpenAI's request and response (SPEC.md 6), densewire's formats by Accept,
+    and vLLM's dialect (vllm.py)."""
+
+    async def handle(call: Call) -> Response:
+        fmt, content_encoding = call.negotiate()
+        body = await call.body()
+        req = await _parse(call.st.cfg, call.service, body)
+        if req.vllm:
+            check_vllm_format(req, fmt)
+        vectors, prompt_tokens = await call.embed(req)
+        emb = call.embeddings(req, vectors, prompt_tokens)
+        if req.encoding_format in ("bytes", "bytes_only"):
+            call.fmt = "raw"
+            out, headers = render_vllm_bytes(emb, vectors, req, vllm_id(req, request.headers.get("x-request-id")))
+            return call.prepared(out, headers, content_encoding, "application/octet-stream")
+        if req.vllm and fmt == "json":
+            out = render_vllm_json(emb, vectors, req, vllm_id(req, request.headers.get("x-request-id")))
+            return call.prepared(out, {"Content-Type": "application/json"}, content_encoding)
+        # SPEC.md 6.1: byteorder is only meaningful for Base64 strings; numbers and binary bodies are
+        # little-endian always, and their responses say so (byteorder field, Densewire-Byteorder)
+        byteorder = req.byteorder if fmt == "json" and req.encoding_format == "base64" else "little"
+        return await call.render(emb, fmt, content_encoding, encoding_format=req.encoding_format,
+                                 byteorder=byteorder)
+
+    return await run_call(request, "/v1/embeddings", handle)
 
 
 def _error_headers(st: ServerState, err: DensewireError) -> dict[str, str]:
@@ -286,18 +373,32 @@ async def _parse(cfg: ServerConfig, service: Embedder, body: bytes) -> Embedding
     parse = partial(parse_embeddings_request, body, max_inputs=cfg.max_client_batch_size,
                     native_dimensions=service.dimensions)
     req = parse() if len(body) < _THREAD_PARSE_BYTES else await service.in_cpu_pool(parse)
-    if req.model is not None and req.model not in service.aliases:
-        raise NotFoundError(
-            f"{req.model!r} is not served here; this server serves {service.model_id!r}",
-            field="model")
+    service.check_model(req.model)
     return req
 
 
 async def _embed(service: Embedder, req: EmbeddingsRequest, m: Metrics) -> tuple[np.ndarray, int]:
-    """The model call: texts or token ids to float32 vectors, and the prompt tokens counted."""
+    """The model call: texts or token ids to float32 vectors, and the prompt tokens counted.
+
+    Token ids are read as ``--token-ids`` says (tokenids.py): decoded from cl100k_base to text, refused,
+    or the model's own ids."""
     max_tokens = service.max_tokens
-    if req.texts is not None:
-        vectors, counts = await service.embed_texts(req.texts, req.dimensions, truncate=req.truncate)
+    texts = req.texts
+    mode = req.token_ids_as or service.token_ids
+    if texts is None and mode != "model":
+        if mode == "reject":
+            raise reject_token_ids()
+        seqs = req.token_ids or []
+        fields = ["input"] if req.flat else [f"input[{i}]" for i in range(len(seqs))]
+        vocabulary = cl100k() if cl100k_loaded() else await service.in_cpu_pool(cl100k)
+        texts = vocabulary.decode_all(seqs, fields)
+    if texts is not None:
+        if req.truncation_side == "left" or (req.token_limit is not None and req.token_limit < max_tokens):
+            field = "truncate_prompt_tokens" if req.token_limit is not None else "truncation_side"
+            vectors, counts = await service.embed_texts_cut(texts, req.dimensions, req.token_limit,
+                                                            req.truncation_side, field)
+        else:
+            vectors, counts = await service.embed_texts(texts, req.dimensions, truncate=req.truncate)
     else:
         counts = [len(s) for s in req.token_ids]  # type: ignore[union-attr]
         if not req.truncate:
@@ -306,7 +407,12 @@ async def _embed(service: Embedder, req: EmbeddingsRequest, m: Metrics) -> tuple
                     raise InvalidFieldError(
                         f"{c} tokens, more than the model's maximum of {max_tokens}; "
                         f"shorten it or send truncate: true", field=f"input[{i}]")
-        vectors = await service.embed_token_ids(req.token_ids, req.dimensions)  # type: ignore[arg-type]
+        ids = req.token_ids or []
+        if req.token_limit is not None or req.truncation_side == "left":
+            keep = min(req.token_limit or max_tokens, max_tokens)
+            ids = [s[:keep] if req.truncation_side == "right" else s[len(s) - keep:] for s in ids]
+            counts = [len(s) for s in ids]
+        vectors = await service.embed_token_ids(ids, req.dimensions)
     m.inputs.inc(len(counts))
     return vectors, sum(min(c, max_tokens) for c in counts)
 
@@ -319,32 +425,29 @@ def _to_embeddings(service: Embedder, req: EmbeddingsRequest, vectors: np.ndarra
     return Embeddings(tensor, model=service.model_id, usage=Usage(prompt_tokens, prompt_tokens))
 
 
-async def _render(cfg: ServerConfig, service: Embedder, emb: Embeddings, req: EmbeddingsRequest, fmt: str,
-                  content_encoding: str | None) -> Response:
+async def _render_format(cfg: ServerConfig, service: Embedder, emb: Embeddings, fmt: str,
+                         content_encoding: str | None, *, encoding_format: str, byteorder: str) -> Response:
     """Rendering: the negotiated format and content coding, in the CPU pool when costly."""
-    # SPEC.md 6.1: byteorder is only meaningful for Base64 strings; numbers and binary bodies are
-    # little-endian always, and their responses say so (byteorder field, Densewire-Byteorder)
-    byteorder = req.byteorder if fmt == "json" and req.encoding_format == "base64" else "little"
-    render = partial(render_embeddings, emb, fmt, encoding_format=req.encoding_format,
+    render = partial(render_embeddings, emb, fmt, encoding_format=encoding_format,
                      byteorder=byteorder, content_encoding=content_encoding,
                      compress_min_bytes=cfg.compress_min_bytes)
-    if _encode_cost(fmt, req.encoding_format, emb.tensor.array.nbytes, content_encoding) >= _THREAD_ENCODE_COST:
+    if _encode_cost(fmt, encoding_format, emb.tensor.array.nbytes, content_encoding) >= _THREAD_ENCODE_COST:
         out, headers = await service.in_cpu_pool(render)
     else:
         out, headers = render()
     return RESPONSE_CLASSES[fmt].prepared(out, headers)
 
 
-def _record(m: Metrics, fmt: str, response: Response, t0: float) -> None:
-    """Metrics: the request by status and format, its latency, and the bytes of an answer."""
+def _record(m: Metrics, route: str, fmt: str, response: Response, t0: float) -> None:
+    """Metrics: the request by route, status and format, its latency, and the bytes of an answer."""
     if response.status_code == 200:
         m.bytes_out.labels(fmt, response.headers.get("content-encoding", "identity")).inc(len(response.body))
-    m.requests.labels("/v1/embeddings", str(response.status_code), fmt).inc()
-    m.latency.labels("/v1/embeddings").observe(time.perf_counter() - t0)
+    m.requests.labels(route, str(response.status_code), fmt).inc()
+    m.latency.labels(route).observe(time.perf_counter() - t0)
 
 
-def _model_card(e: Embedder, created: int) -> dict[str, Any]:
-    return {"id": e.model_id, "object": "model", "created": created, "owned_by": "densewire",
+def _model_card(e: Embedder, created: int, name: str | None = None) -> dict[str, Any]:
+    return {"id": name or e.model_id, "object": "model", "created": created, "owned_by": "densewire",
             "dimensions": e.dimensions, "max_tokens": e.max_tokens, **_engine_fields(e)}
 
 
@@ -357,7 +460,7 @@ async def models(request: Request) -> Response:
     try:
         st.check_auth(request)
         e = st.require_embedder()
-        response = _json({"object": "list", "data": [_model_card(e, int(st.started_at))]})
+        response = _json({"object": "list", "data": [_model_card(e, int(st.started_at), n) for n in e.served_names]})
     except DensewireError as err:
         response = ErrorResponse(err)
     st.metrics.requests.labels("/v1/models", str(response.status_code), "json").inc()
@@ -371,9 +474,9 @@ async def model(request: Request) -> Response:
         e = st.require_embedder()
         wanted = request.path_params["model_id"]
         if wanted not in e.aliases:
-            raise NotFoundError(f"{wanted!r} is not served here; this server serves {e.model_id!r}",
+            raise NotFoundError(f"{wanted!r} is not served here; this server serves {e.names_text()}",
                                 field="model")
-        response = _json(_model_card(e, int(st.started_at)))
+        response = _json(_model_card(e, int(st.started_at), wanted if wanted in e.served_names else None))
     except DensewireError as err:
         response = ErrorResponse(err)
     st.metrics.requests.labels("/v1/models/{model}", str(response.status_code), "json").inc()
@@ -465,11 +568,20 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
             state.lifecycle.remove_signal_hooks()
             await state.stop()
 
+    from .dialects import cohere_embed, ollama_embed, ollama_embeddings, tei_embed, tei_info, tei_tokenize
+
     routes = [
         Route("/", home, methods=["GET"]),
+        Route("/", tei_embed, methods=["POST"]),  # TEI serves an embedding model's /embed at its root
         Route("/docs", docs, methods=["GET"]),
         Mount("/docs", app=DocsFiles()),
         Route("/v1/embeddings", embeddings, methods=["POST"]),
+        Route("/embed", tei_embed, methods=["POST"]),
+        Route("/tokenize", tei_tokenize, methods=["POST"]),
+        Route("/info", tei_info, methods=["GET"]),
+        Route("/v2/embed", cohere_embed, methods=["POST"]),
+        Route("/api/embed", ollama_embed, methods=["POST"]),
+        Route("/api/embeddings", ollama_embeddings, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", model, methods=["GET"]),
         Route("/v1/tables", list_tables, methods=["GET"]),

@@ -37,8 +37,16 @@ _HOME = string.Template((STATIC_DIR / "home.html").read_text(encoding="utf-8"))
 _ABOUT = {
     "/": "this page",
     "/docs": "interactive API documentation (Swagger UI over /openapi.json)",
-    "/v1/embeddings": "OpenAI-compatible embeddings; JSON, raw, MessagePack, Protobuf or Arrow by Accept",
-    "/v1/models": "the served model",
+    "POST /": "TEI's /embed, at the root as TEI serves it (huggingface_hub's InferenceClient posts here)",
+    "/v1/embeddings": "OpenAI-compatible embeddings (and vLLM's embed_dtype, endianness, bytes); JSON, raw, "
+                      "MessagePack, Protobuf or Arrow by Accept",
+    "/embed": "TEI's embeddings: {\"inputs\": [...]} -> [[...]]",
+    "/tokenize": "TEI's tokenizer view: ids, tokens and byte offsets",
+    "/info": "TEI's model and limits",
+    "/v2/embed": "Cohere's embeddings: float, int8, uint8, binary, ubinary, base64",
+    "/api/embed": "Ollama's embeddings",
+    "/api/embeddings": "Ollama's older single-prompt embeddings",
+    "/v1/models": "the served model names",
     "/v1/models/{model_id:path}": "one model",
     "/v1/tables": "the served tables, with their build state",
     "/v1/tables/{name}": "a table in 7 formats, pre-serialized and pre-compressed",
@@ -58,7 +66,7 @@ def _routes(routes: Iterable[BaseRoute]) -> list[tuple[str, str, str]]:
     for r in routes:
         if isinstance(r, Route):
             methods = ", ".join(sorted(m for m in (r.methods or ()) if m != "HEAD")) or "GET"
-            out.append((methods, _CONVERTER.sub("}", r.path), _ABOUT.get(r.path, "")))
+            out.append((methods, _CONVERTER.sub("}", r.path), _ABOUT.get(f"{methods} {r.path}", _ABOUT.get(r.path, ""))))
         elif isinstance(r, Mount):
             if r.path == "/docs":
                 continue  # the assets of /docs
