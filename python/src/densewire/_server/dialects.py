@@ -22,10 +22,12 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from densewire import (DensewireError, Embeddings, InvalidFieldError, NotAcceptableError, Tensor, Usage,
-                       convert)
+import pybase64
 
-from .app import Call, _state, run_call
+from densewire import (DensewireError, Embeddings, InvalidFieldError, NotAcceptableError, NotFoundError, Tensor,
+                       Usage, __version__, convert)
+
+from .pipeline import Call, _state, run_call
 from .negotiation import VARY
 from .request import EmbeddingsRequest, _integer, _is_int, _token_list, _type_name
 
@@ -226,8 +228,6 @@ async def tei_tokenize(request: Request) -> Response:
 
 async def tei_info(request: Request) -> Response:
     """``GET /info``: TEI's Info (model, limits, version)."""
-    from densewire import __version__
-
     st = _state(request)
     try:
         st.check_auth(request)
@@ -358,7 +358,6 @@ async def cohere_embed(request: Request) -> Response:
             if kind == "float":
                 embeddings["float"] = vectors
             elif kind == "base64":
-                import pybase64
                 le = np.ascontiguousarray(vectors, dtype="<f4")
                 embeddings["base64"] = [pybase64.b64encode(row.tobytes()).decode() for row in le]
             elif kind in ("binary", "ubinary"):
@@ -394,7 +393,6 @@ def _ollama_model(call: Call, doc: dict[str, Any]) -> str:
         raise InvalidFieldError(f"must be a string, not {_type_name(model)}", field="model")
     e = call.service
     if not (model.removesuffix(":latest") in e.aliases or model in e.aliases or e.accept_any_model):
-        from densewire import NotFoundError
         raise NotFoundError(f"model {model!r} not found; this server serves {e.names_text()}", field="model")
     return model
 
