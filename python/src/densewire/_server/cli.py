@@ -17,7 +17,10 @@ __all__ = ["add_serve_command", "add_serve_arguments", "config_from_args", "run_
 
 _DESCRIPTION = """\
 Serve embeddings over an OpenAI-compatible HTTP API (POST /v1/embeddings, GET /v1/models),
-answering in JSON, raw bytes, MessagePack, Protobuf or Arrow as the client's Accept asks; and
+answering in JSON, raw bytes, MessagePack, Protobuf or Arrow as the client's Accept asks; in the
+dialects of other servers' clients too: vLLM's fields on /v1/embeddings (embed_dtype, endianness,
+encoding_format bytes), TEI's POST /embed, /tokenize and GET /info, Cohere's POST /v2/embed,
+Ollama's POST /api/embed and /api/embeddings; and
 tables (GET /v1/tables/NAME, from files, SQLite or PostgreSQL; the demo tables 'points' and
 'points_f32' by default) in seven formats, every one pre-serialized and pre-compressed.
 

@@ -105,7 +105,7 @@ def _length_error(err: DensewireError, field: str, *, tei: bool = False) -> Dens
 
 # -- TEI -----------------------------------------------------------------------------------------------
 
-_TEI_TYPES = {400: "Empty", 413: "Validation", 429: "Overloaded", 503: "Unhealthy", 500: "Backend"}
+_TEI_TYPES = {429: "Overloaded", 503: "Unhealthy", 500: "Backend"}
 
 
 def tei_error(err: DensewireError, headers: dict[str, str]) -> Response:
@@ -142,8 +142,12 @@ def _tei_inputs(value: Any, max_inputs: int) -> tuple[list[str] | None, list[lis
         return seqs, None
     if all(isinstance(s, list) for s in seqs):
         return None, [_token_list(s, f"inputs[{i}]") for i, s in enumerate(seqs)]
-    bad = next(i for i, s in enumerate(seqs) if not isinstance(s, type(seqs[0])))
-    raise InvalidFieldError(f"must be {'a string' if isinstance(seqs[0], str) else 'an array of token ids'} like "
+    first = seqs[0]
+    if not isinstance(first, (str, list)):
+        raise InvalidFieldError(f"must be a string or an array of token ids, not {_type_name(first)}",
+                                field="inputs[0]")
+    bad = next(i for i, s in enumerate(seqs) if not isinstance(s, type(first)))
+    raise InvalidFieldError(f"must be {'a string' if isinstance(first, str) else 'an array of token ids'} like "
                             f"the first item, not {_type_name(seqs[bad])}", field=f"inputs[{bad}]")
 
 
