@@ -240,6 +240,8 @@ async def tei_info(request: Request) -> Response:
         return tei_error(err, {})
     model = getattr(e.backend, "model", None)
     pooling = getattr(model, "pooling", None) or "mean"
+    if isinstance(pooling, (list, tuple)):  # sentence-transformers' modes, e.g. ["mean"]; TEI names one
+        pooling = "+".join(pooling)
     doc = {"model_id": e.model_id, "model_sha": None, "model_dtype": "float32",
            "model_type": {"embedding": {"pooling": pooling}},
            "max_concurrent_requests": st.cfg.max_concurrent_requests, "max_input_length": e.max_tokens,
