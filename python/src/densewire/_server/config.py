@@ -149,7 +149,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("accept_any_model", _bool, "answer a request naming any 'model' with the served model, for clients "
             "that hard-code text-embedding-ada-002 or text-embedding-3-small (default off: an unknown model is a 404 "
             "that lists the served names)", flag_type="bool"),
-    Setting("token_ids", str, "how token-id input of /v1/embeddings is read: cl100k_base (the default for a local "
+    Setting("token_ids", _opt_str, "how token-id input of /v1/embeddings is read: cl100k_base (the default for a local "
             "model: ids are decoded with OpenAI's cl100k_base vocabulary, shipped with densewire, as LangChain's "
             "OpenAIEmbeddings sends them, and the text is embedded with the model's own tokenizer), model (the ids "
             "are the model's own tokenizer's; the default for upstream:), or reject (a 422 that names LangChain's "

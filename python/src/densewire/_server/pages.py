@@ -158,7 +158,8 @@ async def home(request: Request) -> Response:
         f"response = client.embeddings.create(model=\"{model}\", input=[\"hello\", \"world\"])\n"
         "print(len(response.data[0].embedding))")
     rows = "\n".join(
-        f"<tr><td>{html.escape(m)}</td><td><code>{_link(p)}</code></td><td>{html.escape(what)}</td></tr>"
+        f"<tr><td>{html.escape(m)}</td><td><code>{_link(p) if 'GET' in m.split(', ') else html.escape(p)}</code>"
+        f"</td><td>{html.escape(what)}</td></tr>"
         for m, p, what in _routes(request.app.routes))
     tables = st.tables.names
     page = _HOME.substitute(
