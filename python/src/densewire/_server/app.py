@@ -236,6 +236,14 @@ async def model(request: Request) -> Response:
     return response
 
 
+async def root(request: Request) -> Response:
+    """``GET /``: the server's page; ``POST /``: TEI's /embed, at the root as TEI serves an embedding model
+    (where ``huggingface_hub.InferenceClient(model=URL)`` posts)."""
+    if request.method == "POST":
+        return await tei_embed(request)
+    return await home(request)
+
+
 async def health(request: Request) -> Response:
     st = _state(request)
     e = st.embedder
@@ -286,7 +294,9 @@ async def openapi(request: Request) -> Response:
         model_id=e.model_id if e else None, dimensions=e.dimensions if e else None,
         max_inputs=st.cfg.max_client_batch_size, api_key=st.cfg.api_key is not None,
         vocab_size=_vocab_size(e.backend) if e else None, tables=st.tables.names,
-        public_tables=st.cfg.public_tables,
+        public_tables=st.cfg.public_tables, can_cut=e.can_cut if e else True,
+        tokenizer=hasattr(e.backend, "token_spans") if e else True, max_tokens=e.max_tokens if e else None,
+        quantize=hasattr(e, "quantize") if e else False, token_ids_mode=e.token_ids if e else "cl100k_base",
     )
     return _json(doc)
 
@@ -322,8 +332,7 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
             await state.stop()
 
     routes = [
-        Route("/", home, methods=["GET"]),
-        Route("/", tei_embed, methods=["POST"]),  # TEI serves an embedding model's /embed at its root
+        Route("/", root, methods=["GET", "POST"]),
         Route("/docs", docs, methods=["GET"]),
         Mount("/docs", app=DocsFiles()),
         Route("/v1/embeddings", embeddings, methods=["POST"]),

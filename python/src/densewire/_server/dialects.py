@@ -134,7 +134,7 @@ def _tei_inputs(value: Any, max_inputs: int) -> tuple[list[str] | None, list[lis
         raise _with_status(InvalidFieldError("`inputs` cannot be empty", field="inputs"), 400, "Empty")
     if len(seqs) > max_inputs:
         raise _with_status(InvalidFieldError(
-            f"batch size {len(seqs)} > maximum allowed batch size {max_inputs}", field="inputs"), 413, "Validation")
+            f"batch size {len(seqs)} > maximum allowed batch size {max_inputs}", field="inputs"), 422, "Validation")
     if all(isinstance(s, str) for s in seqs):
         for i, s in enumerate(seqs):
             if not s:
@@ -175,7 +175,7 @@ async def tei_embed(request: Request) -> Response:
         if prompt is not None:
             raise _with_status(InvalidFieldError(
                 f"prompt_name {prompt!r} is not a prompt of the model (it defines none)", field="prompt_name"),
-                413, "Validation")
+                422, "Validation")
         dims = doc.get("dimensions")
         if dims is not None:
             dims = _integer(dims, "dimensions", 1, service.dimensions)
@@ -208,7 +208,7 @@ async def tei_tokenize(request: Request) -> Response:
         if len(texts) > call.st.cfg.max_client_batch_size:
             raise _with_status(InvalidFieldError(
                 f"batch size {len(texts)} > maximum allowed batch size {call.st.cfg.max_client_batch_size}",
-                field="inputs"), 413, "Validation")
+                field="inputs"), 422, "Validation")
         special = _optional(doc, "add_special_tokens", bool, "a boolean")
         spans = getattr(call.service.backend, "token_spans", None)
         if spans is None:
@@ -325,8 +325,10 @@ async def cohere_embed(request: Request) -> Response:
         limit = doc.get("max_tokens")
         if limit is not None:
             limit = _integer(limit, "max_tokens", 1, 0xFFFFFFFF)
-        truncate = doc.get("truncate", "END") or "END"
-        if truncate not in ("NONE", "START", "END"):
+        truncate = doc.get("truncate")
+        if truncate is None:
+            truncate = "END"
+        if not isinstance(truncate, str) or truncate not in ("NONE", "START", "END"):
             raise InvalidFieldError(f"must be NONE, START or END, not {truncate!r}", field="truncate")
         priority = doc.get("priority")
         if priority is not None:

@@ -91,6 +91,11 @@ class Embedder:
         self._prewarm_task: asyncio.Task[None] | None = None
         self.prewarm_state: dict[str, Any] = {"file": cfg.prewarm, "texts": 0, "runs": 0, "last_seconds": None}
 
+    @property
+    def can_cut(self) -> bool:
+        """Whether inputs can be cut at a number of tokens, at either end (embed_texts_cut)."""
+        return hasattr(self.backend, "split_tokens") or bool(getattr(self.backend, "tokens_are_words", False))
+
     def check_model(self, model: str | None, field: str = "model") -> None:
         """A ``NotFoundError`` (404) naming the served names, unless ``model`` is absent, served here, or
         ``--accept-any-model`` is on."""
@@ -300,6 +305,12 @@ class Embedder:
         keeping the first tokens (``side`` "right") or the last ("left"); ``(vectors, token counts)``.
         Not cached. A model without a tokenizer of its own is an ``InvalidFieldError`` on ``field``."""
         split = getattr(self.backend, "split_tokens", None)
+        if split is None and getattr(self.backend, "tokens_are_words", False):
+            keep = min(limit or self.max_tokens, self.max_tokens)
+            words = [t.split() for t in texts]
+            cut_texts = [" ".join(w[:keep] if side == "right" else w[len(w) - keep:]) for w in words]
+            vectors, _ = await self.embed_texts(cut_texts, dims)
+            return vectors, [min(len(w), keep) for w in words]
         if split is None:
             raise InvalidFieldError(f"the model {self.model_id} cannot cut its inputs at a number of tokens or "
                                     f"from the start (no tokenizer of its own)", field=field)

@@ -135,8 +135,11 @@ _DIALECT_SCHEMAS = {
 
 
 def _dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any], text: dict[str, Any],
-                   security: list[Any], auth_errors: dict[str, Any]) -> dict[str, Any]:
-    """TEI's, Cohere's and Ollama's routes (dialects.py, SPEC.md 6.4)."""
+                   security: list[Any], auth_errors: dict[str, Any], can_cut: bool, tokenizer: bool,
+                   max_tokens: int | None, quantize: bool) -> dict[str, Any]:
+    """TEI's, Cohere's and Ollama's routes (dialects.py, SPEC.md 6.4). A model that cannot cut inputs at
+    either end (no tokenizer of its own) is documented without the values that ask for it; a model without
+    a tokenizer to show has no /tokenize."""
     binary = {MEDIA_TYPES[f]: _BINARY for f in FORMATS[1:]}
     rows = {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}
 
@@ -147,9 +150,9 @@ def _dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any],
         return out
 
     tei_errors = errors("TeiError", s400="empty inputs (Empty), malformed JSON", s406="no acceptable media type",
-                        s413="too many inputs, an input too long with truncate false, or a prompt_name "
-                             "(Validation); a body too large", s415="unsupported Content-Type",
-                        s422="a field of the wrong type or out of range", s429="overloaded",
+                        s413="too many inputs or an input too long with truncate false (Validation); "
+                             "a body too large", s415="unsupported Content-Type",
+                        s422="a field of the wrong type or out of range, or a prompt_name", s429="overloaded",
                         s503="the model is not ready")
     tei_request = {
         "type": "object", "required": ["inputs"],
@@ -158,8 +161,10 @@ def _dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any],
                                  token_ids,
                                  {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": token_ids}]},
             "truncate": {"type": "boolean", "nullable": True, "default": True},
-            "truncation_direction": {"type": "string", "enum": ["Left", "Right", "left", "right"]},
-            "normalize": {"type": "boolean", "default": True},
+            "truncation_direction": {"type": "string", "nullable": True,
+                                     "enum": [*(["Left", "Right", "left", "right"] if can_cut else ["Right", "right"]),
+                                              None]},
+            "normalize": {"type": "boolean", "default": True, "nullable": True},
             "dimensions": {"type": "integer", "minimum": 1, "maximum": max_dims, "nullable": True},
             "prompt_name": {"type": "string", "nullable": True, "enum": [None],
                             "description": "the model defines no prompts: only null"},
@@ -176,19 +181,22 @@ def _dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any],
              "properties": {"id": {"type": "integer"}, "text": {"type": "string"}, "special": {"type": "boolean"},
                             "start": {"type": "integer", "nullable": True},
                             "stop": {"type": "integer", "nullable": True}}}
-    cohere_types = ["float", "int8", "uint8", "binary", "ubinary", "base64"]
+    cohere_types = ["float", *(["int8", "uint8"] if quantize else []), "binary", "ubinary", "base64"]
     cohere_request = {
         "type": "object", "additionalProperties": False, "required": ["texts"],
         "properties": {
             "texts": {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": text},
-            "model": {"type": "string"},
-            "input_type": {"type": "string", "enum": ["search_document", "search_query", "classification",
-                                                      "clustering"]},
-            "embedding_types": {"type": "array", "minItems": 1, "items": {"type": "string", "enum": cohere_types}},
-            "output_dimension": {"type": "integer", "minimum": 1, "maximum": max_dims},
-            "max_tokens": {"type": "integer", "minimum": 1, "maximum": 0xFFFFFFFF},
-            "truncate": {"type": "string", "enum": ["NONE", "START", "END"], "default": "END"},
-            "priority": {"type": "integer"},
+            "model": {"type": "string", "nullable": True},
+            "input_type": {"type": "string", "nullable": True,
+                           "enum": ["search_document", "search_query", "classification", "clustering", None]},
+            "embedding_types": {"type": "array", "minItems": 1, "nullable": True,
+                                "items": {"type": "string", "enum": cohere_types}},
+            "output_dimension": {"type": "integer", "minimum": 1, "maximum": max_dims, "nullable": True},
+            "max_tokens": {"type": "integer", "minimum": 1 if can_cut or not max_tokens else max_tokens,
+                           "maximum": 0xFFFFFFFF, "nullable": True},
+            "truncate": {"type": "string", "nullable": True,
+                         "enum": [*(["NONE", "START", "END"] if can_cut else ["NONE", "END"]), None], "default": "END"},
+            "priority": {"type": "integer", "nullable": True},
         },
     }
     cohere_response = {
@@ -200,13 +208,16 @@ def _dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any],
                        "meta": {"type": "object"}, "response_type": {"type": "string"}},
     }
     ollama_model = {"type": "string", "minLength": 1, "description": "a served name (':latest' may follow)"}
-    keep_alive = {"anyOf": [{"type": "string"}, {"type": "number"}]}
+    keep_alive = {"nullable": True, "anyOf": [{"type": "string"}, {"type": "number"}]}
     ollama_errors = errors("OllamaError", s400="a field missing, of the wrong type or out of range, an input too "
                            "long with truncate false", s404="unknown model", s406="no acceptable media type",
                            s413="body too large", s415="unsupported Content-Type", s429="overloaded",
                            s503="the model is not ready")
-    return {
-        "/": {"post": {"operationId": "teiRoot", "description": "TEI's /embed at the root, as TEI serves it",
+    paths = {
+        "/": {"get": {"operationId": "home", "security": [],
+                      "responses": {"200": {"description": "the server's own page",
+                                            "content": {"text/html": {"schema": {"type": "string"}}}}}},
+              "post": {"operationId": "teiRoot", "description": "TEI's /embed at the root, as TEI serves it",
                        **tei_embed}},
         "/embed": {"post": {"operationId": "teiEmbed", **tei_embed}},
         "/tokenize": {"post": {
@@ -216,7 +227,7 @@ def _dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any],
                 "properties": {"inputs": {"anyOf": [{"type": "string"}, {"type": "array", "minItems": 1,
                                                                          "maxItems": max_inputs,
                                                                          "items": {"type": "string"}}]},
-                               "add_special_tokens": {"type": "boolean", "default": True}}}}}},
+                               "add_special_tokens": {"type": "boolean", "default": True, "nullable": True}}}}}},
             "responses": {"200": {"description": "the tokens of each input; start/stop are byte offsets",
                                   "content": {"application/json": {"schema": {
                                       "type": "array", "items": {"type": "array", "items": token}}}}},
@@ -250,12 +261,13 @@ def _dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any],
             "requestBody": {"required": True, "content": {"application/json": {"schema": {
                 "type": "object", "required": ["model"],
                 "properties": {"model": ollama_model,
-                               "input": {"anyOf": [{"type": "string"},
+                               "input": {"nullable": True,
+                                         "anyOf": [{"type": "string"},
                                                    {"type": "array", "maxItems": max_inputs,
                                                     "items": {"type": "string"}}]},
-                               "truncate": {"type": "boolean", "default": True},
-                               "dimensions": {"type": "integer", "minimum": 1, "maximum": max_dims},
-                               "options": {"type": "object"}, "keep_alive": keep_alive}}}}},
+                               "truncate": {"type": "boolean", "default": True, "nullable": True},
+                               "dimensions": {"type": "integer", "minimum": 1, "maximum": max_dims, "nullable": True},
+                               "options": {"type": "object", "nullable": True}, "keep_alive": keep_alive}}}}},
             "responses": {"200": {"description": "L2-normalised vectors, one per input",
                                   "content": {"application/json": {"schema": {
                                       "type": "object", "required": ["model", "embeddings"],
@@ -269,8 +281,8 @@ def _dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any],
             "operationId": "ollamaEmbeddings", "security": security,
             "requestBody": {"required": True, "content": {"application/json": {"schema": {
                 "type": "object", "required": ["model"],
-                "properties": {"model": ollama_model, "prompt": {"type": "string"},
-                               "options": {"type": "object"}, "keep_alive": keep_alive}}}}},
+                "properties": {"model": ollama_model, "prompt": {"type": "string", "nullable": True},
+                               "options": {"type": "object", "nullable": True}, "keep_alive": keep_alive}}}}},
             "responses": {"200": {"description": "one vector ([] for an empty prompt)",
                                   "content": {"application/json": {"schema": {
                                       "type": "object", "required": ["embedding"],
@@ -279,15 +291,27 @@ def _dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any],
                           **ollama_errors},
         }},
     }
+    if not tokenizer:
+        del paths["/tokenize"]
+    return paths
 
 
 def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: int, api_key: bool,
                   vocab_size: int | None = None, tables: list[str] | None = None,
-                  public_tables: bool = False) -> dict[str, Any]:
+                  public_tables: bool = False, can_cut: bool = True, tokenizer: bool = True,
+                  max_tokens: int | None = None, quantize: bool = False,
+                  token_ids_mode: str = "model") -> dict[str, Any]:
     max_dims = dimensions or 65536
     text = {"type": "string", "minLength": 1}
     token_ids = {"type": "array", "minItems": 1,
                  "items": {"type": "integer", "minimum": 0, "maximum": (vocab_size or (1 << 32)) - 1}}
+    # /v1/embeddings reads token ids as --token-ids says: cl100k_base's ids (0-100255), the model's own,
+    # or none at all
+    openai_ids = ({"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0, "maximum": 100255}}
+                  if token_ids_mode == "cl100k_base" else token_ids)
+    openai_inputs = [text, {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": text}]
+    if token_ids_mode != "reject":
+        openai_inputs += [openai_ids, {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": openai_ids}]
     optional = {
         "model": {"type": "string", "description": "model id from GET /v1/models; default: the served model"
                   + (f" ({model_id})" if model_id else "")},
@@ -312,9 +336,10 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                        "description": "vLLM: byte order of base64 and bytes rows (native: the server's); must "
                                       "agree with byteorder when both are sent"},
         "truncate_prompt_tokens": {"type": "integer", "minimum": -1, "not": {"enum": [0]},
-                                   "description": "vLLM: cut each input to this many tokens (-1: the model's "
-                                                  "maximum); not with truncate: false"},
-        "truncation_side": {"type": "string", "enum": ["left", "right"],
+                                   **({} if can_cut else {"enum": [-1]}),
+                                   "description": "vLLM: cut each input to this many tokens (-1: as if absent, "
+                                                  "the model's maximum, or an error with truncate: false)"},
+        "truncation_side": {"type": "string", "enum": ["left", "right"] if can_cut else ["right"],
                             "description": "vLLM: left keeps the last tokens of a cut input, right the first"},
         "request_id": {"type": "string", "description": "vLLM: the response id is embd-<request_id>"},
         "priority": {"type": "integer", "enum": [0], "description": "vLLM: only 0 (no priority scheduling)"},
@@ -333,12 +358,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
             "input": {
                 "description": "a text, an array of texts, an array of token ids, or an array of arrays of "
                                "token ids; at most max inputs, none empty",
-                "anyOf": [
-                    text,
-                    {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": text},
-                    token_ids,
-                    {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": token_ids},
-                ],
+                "anyOf": openai_inputs,
             },
             **{name: _nullable(schema) for name, schema in optional.items()},
         },
@@ -500,7 +520,8 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
         },
     }
     doc["paths"].update(_dialect_paths(max_inputs=max_inputs, max_dims=max_dims, token_ids=token_ids, text=text,
-                                       security=security, auth_errors=auth_errors))
+                                       security=security, auth_errors=auth_errors, can_cut=can_cut,
+                                       tokenizer=tokenizer, max_tokens=max_tokens, quantize=quantize))
     doc["components"]["schemas"].update(_DIALECT_SCHEMAS)
     doc["paths"].update(_table_paths(list(tables or []), [] if public_tables else security,
                                      {} if public_tables else auth_errors))

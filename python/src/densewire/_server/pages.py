@@ -35,9 +35,8 @@ _HOME = string.Template((STATIC_DIR / "home.html").read_text(encoding="utf-8"))
 
 #: What each route does, for the page and the log (a route missing here is still listed).
 _ABOUT = {
-    "/": "this page",
+    "/": "this page (GET); TEI's /embed (POST), where huggingface_hub's InferenceClient(model=URL) posts",
     "/docs": "interactive API documentation (Swagger UI over /openapi.json)",
-    "POST /": "TEI's /embed, at the root as TEI serves it (huggingface_hub's InferenceClient posts here)",
     "/v1/embeddings": "OpenAI-compatible embeddings (and vLLM's embed_dtype, endianness, bytes); JSON, raw, "
                       "MessagePack, Protobuf or Arrow by Accept",
     "/embed": "TEI's embeddings: {\"inputs\": [...]} -> [[...]]",

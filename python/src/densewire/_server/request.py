@@ -257,12 +257,10 @@ def parse_embeddings_request(body: bytes, *, max_inputs: int, native_dimensions:
         if token_limit == 0:
             raise InvalidFieldError("must be -1 (the model's maximum) or a positive number of tokens",
                                     field="truncate_prompt_tokens")
-        if doc.get("truncate") is False:
-            raise InvalidFieldError("truncate: false forbids cutting inputs; leave out one of the two",
-                                    field="truncate_prompt_tokens")
-        truncate = True
-        if token_limit == -1:
+        if token_limit == -1:  # the model's maximum: as if absent (truncate says what a longer input is)
             token_limit = None
+        else:
+            truncate = True  # an explicit count cuts, whatever truncate says
     side = _choice(doc, "truncation_side", ("left", "right")) or "right"
 
     request_id = doc.get("request_id")

@@ -18,14 +18,15 @@ from pathlib import Path
 
 from densewire import InvalidFieldError
 
-__all__ = ["CL100K_SHA256", "CL100K_PATH", "Cl100kVocabulary", "cl100k", "cl100k_loaded", "reject_token_ids"]
+__all__ = ["CL100K_SHA256", "CL100K_PATH", "CL100K_TOKENS", "Cl100kVocabulary", "cl100k", "cl100k_loaded", "reject_token_ids"]
 
 #: sha256 of cl100k_base.tiktoken as tiktoken's tiktoken_ext/openai_public.py expects it
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 CL100K_PATH = Path(__file__).parent / "data" / "cl100k_base.tiktoken"
-#: cl100k_base's special tokens (tiktoken_ext/openai_public.py): decoded to their text, as tiktoken does
-CL100K_SPECIAL = {100257: "<|endoftext|>", 100258: "<|fim_prefix|>", 100259: "<|fim_middle|>",
-                  100260: "<|fim_suffix|>", 100276: "<|endofprompt|>"}
+#: cl100k_base's ordinary tokens are ids 0-100255; its special tokens (100257 <|endoftext|> ...) are not
+#: text: tiktoken's encode refuses to produce them by default (LangChain never sends them), so they are
+#: refused here like every id outside the vocabulary
+CL100K_TOKENS = 100256
 
 
 class Cl100kVocabulary:
@@ -41,22 +42,22 @@ class Cl100kVocabulary:
             if line:
                 token, rank = line.split()
                 pieces[int(rank)] = base64.b64decode(token)
-        for rank, text in CL100K_SPECIAL.items():
-            pieces[rank] = text.encode()
-        self.size = max(pieces) + 1  # 100277: tiktoken's n_vocab
-        self._pieces: list[bytes | None] = [pieces.get(i) for i in range(self.size)]
+        self.size = max(pieces) + 1
+        if self.size != CL100K_TOKENS or len(pieces) != CL100K_TOKENS:
+            raise RuntimeError(f"{path} holds {len(pieces)} tokens, not cl100k_base's {CL100K_TOKENS}")
+        self._pieces: list[bytes] = [pieces[i] for i in range(self.size)]
 
     def decode(self, ids: list[int], field: str) -> str:
         """The text of one sequence; an id with no token is an ``InvalidFieldError`` at ``field[j]``."""
         pieces = self._pieces
         out = []
         for j, tok in enumerate(ids):
-            piece = pieces[tok] if 0 <= tok < self.size else None
-            if piece is None:
+            if not 0 <= tok < self.size:
                 raise InvalidFieldError(
-                    f"{tok} is not a token id of cl100k_base (OpenAI's vocabulary, ids 0-100256 and its special "
-                    f"tokens), which this server reads token ids as (--token-ids cl100k_base)", field=f"{field}[{j}]")
-            out.append(piece)
+                    f"{tok} is not a token id of cl100k_base (OpenAI's vocabulary: ids 0-{self.size - 1}; its special "
+                    f"tokens are not text), which this server reads token ids as (--token-ids cl100k_base)",
+                    field=f"{field}[{j}]")
+            out.append(pieces[tok])
         return b"".join(out).decode("utf-8", errors="replace")
 
     def decode_all(self, seqs: list[list[int]], fields: list[str]) -> list[str]:
