@@ -84,7 +84,7 @@ func goldenDir(tb testing.TB) string {
 
 // implementedSpecVersion is the version of SPEC.md this library implements; generate.py --check keeps
 // it equal to SPEC.md's.
-const implementedSpecVersion = "1.2"
+const implementedSpecVersion = "1.3"
 
 var goldenFiles = []string{"tensors", "conversions", "invalid", "interop", "tables"}
 

@@ -214,11 +214,12 @@ def pb_tensor(dtype: str, shape: list[int], data: bytes) -> bytes:
     return out + (pb_field(3, "bytes", data) if data else b"")
 
 
-def pb_response(model: str, tensor: bytes, prompt_tokens: int, total_tokens: int) -> bytes:
+def pb_response(model: str, tensor: bytes, prompt_tokens: int, total_tokens: int, quantization: str = "") -> bytes:
     usage = (pb_field(1, "varint", prompt_tokens) if prompt_tokens else b"") + (
         pb_field(2, "varint", total_tokens) if total_tokens else b"")
     out = pb_field(1, "bytes", model.encode()) if model else b""
-    return out + pb_field(2, "bytes", tensor) + pb_field(3, "bytes", usage)
+    out += pb_field(2, "bytes", tensor) + pb_field(3, "bytes", usage)
+    return out + (pb_field(4, "bytes", quantization.encode()) if quantization else b"")
 
 
 def mp_uint(v: int) -> bytes:
@@ -269,15 +270,18 @@ def mp_map(fields: list) -> bytes:
     return mp_header(len(fields), 0x80, 0xDE) + b"".join(mp_str(k) + mp_value(t, v) for k, t, v in fields)
 
 
-def mp_tensor(dtype, shape, data, model=None, prompt_tokens=None, total_tokens=None) -> bytes:
+def mp_tensor(dtype, shape, data, model=None, prompt_tokens=None, total_tokens=None, quantization=None) -> bytes:
     fields = [] if model is None else [("model", "str", model)]
     fields += [("dtype", "str", dtype), ("shape", "array", shape), ("data", "bin", data)]
     if prompt_tokens is not None:
         fields.append(("usage", "map", [("prompt_tokens", "uint", prompt_tokens), ("total_tokens", "uint", total_tokens)]))
+    if quantization is not None:
+        fields.append(("quantization", "str", quantization))
     return mp_map(fields)
 
 
-def arrow_stream(dtype: str, shape: list[int], data: bytes, model=None, prompt_tokens=None, total_tokens=None) -> bytes:
+def arrow_stream(dtype: str, shape: list[int], data: bytes, model=None, prompt_tokens=None, total_tokens=None,
+                 quantization=None) -> bytes:
     import pyarrow as pa
 
     n, d = shape
@@ -287,6 +291,8 @@ def arrow_stream(dtype: str, shape: list[int], data: bytes, model=None, prompt_t
     if prompt_tokens is not None:
         meta["densewire.prompt_tokens"] = str(prompt_tokens)
         meta["densewire.total_tokens"] = str(total_tokens)
+    if quantization is not None:
+        meta["densewire.quantization"] = quantization
     field_meta = {"densewire.dtype": dtype}
     if dtype == "binary":
         typ = pa.binary(row_bytes(dtype, d))
@@ -304,7 +310,8 @@ def arrow_stream(dtype: str, shape: list[int], data: bytes, model=None, prompt_t
     return sink.getvalue().to_pybytes()
 
 
-def json_response(dtype, shape, items, encoding_format, byteorder, model="", prompt_tokens=0, total_tokens=0) -> str:
+def json_response(dtype, shape, items, encoding_format, byteorder, model="", prompt_tokens=0, total_tokens=0,
+                  quantization=None) -> str:
     """The canonical JSON embeddings response (SPEC.md section 6): compact, keys in spec order."""
     n, d = shape
     w = row_bytes(dtype, d) // item_width(dtype)  # items per row (packed bytes for binary)
@@ -319,10 +326,11 @@ def json_response(dtype, shape, items, encoding_format, byteorder, model="", pro
                 return None
             emb = "[" + ",".join(nums) + "]"
         rows.append('{"object":"embedding","index":%d,"embedding":%s}' % (r, emb))
-    return ('{"object":"list","data":[%s],"model":%s,"usage":{"prompt_tokens":%d,"total_tokens":%d},'
-            '"dtype":"%s","byteorder":"%s","dimensions":%d}') % (
+    text = ('{"object":"list","data":[%s],"model":%s,"usage":{"prompt_tokens":%d,"total_tokens":%d},'
+            '"dtype":"%s","byteorder":"%s","dimensions":%d') % (
         ",".join(rows), json.dumps(model), prompt_tokens, total_tokens, dtype,
         byteorder if encoding_format == "base64" else "little", d)
+    return text + (',"quantization":%s}' % json.dumps(quantization) if quantization is not None else "}")
 
 
 # ---------------------------------------------------------------------------- case expansion
@@ -343,9 +351,12 @@ def expand_tensor(t: dict, envelope: bool) -> list[dict]:
     name = t["name"]
     model = t.get("model")
     pt, tt = t.get("prompt_tokens"), t.get("total_tokens")
+    q = t.get("quantization")  # SPEC 17.5: the quantization id of an int8/uint8 response
     base = {"dtype": dtype, "shape": shape, "items": items, "decimal": [decimal_of(dtype, h) for h in items]}
     if envelope:
         base.update(model=model, usage={"prompt_tokens": pt, "total_tokens": tt})
+    if q is not None:
+        base["quantization"] = q
     le = items_to_bytes(dtype, items, "little")
     orders = ["little", "big"] if item_width(dtype) > 1 else ["little"]
     cases = []
@@ -362,19 +373,21 @@ def expand_tensor(t: dict, envelope: bool) -> list[dict]:
                "Densewire-Byteorder": "little"}
     if envelope:
         headers.update({"Densewire-Model": model, "Densewire-Prompt-Tokens": str(pt), "Densewire-Total-Tokens": str(tt)})
+    if q is not None:
+        headers["Densewire-Quantization"] = q
     add(f"raw.{tag}.{name}", "raw", byteorder="little", byte_exact=True, headers=headers, encoded_hex=le.hex())
     add(f"msgpack.{tag}.{name}", "msgpack", byteorder="little", byte_exact=True,
-        encoded_hex=mp_tensor(dtype, shape, le, model, pt, tt).hex())
+        encoded_hex=mp_tensor(dtype, shape, le, model, pt, tt, q).hex())
     tensor_pb = pb_tensor(dtype, shape, le)
     if envelope:
         add(f"protobuf.{tag}.{name}", "protobuf", byteorder="little", byte_exact=True, message="EmbeddingsResponse",
-            encoded_hex=pb_response(model, tensor_pb, pt, tt).hex())
+            encoded_hex=pb_response(model, tensor_pb, pt, tt, q or "").hex())
     else:
         add(f"protobuf.{tag}.{name}", "protobuf", byteorder="little", byte_exact=True, message="Tensor",
             encoded_hex=tensor_pb.hex())
     add(f"arrow.{tag}.{name}", "arrow", byteorder="little", byte_exact=False,
-        encoded_hex=arrow_stream(dtype, shape, le, model, pt, tt).hex())
-    jkw = {"model": model or "", "prompt_tokens": pt or 0, "total_tokens": tt or 0}
+        encoded_hex=arrow_stream(dtype, shape, le, model, pt, tt, q).hex())
+    jkw = {"model": model or "", "prompt_tokens": pt or 0, "total_tokens": tt or 0, "quantization": q}
     for order in orders:
         otag = tag + ({"little": "le", "big": "be"}[order] if len(orders) > 1 else "")
         add(f"json.base64.{otag}.{name}", "json", byteorder=order, encoding_format="base64", byte_exact=False,
@@ -480,6 +493,9 @@ def generate() -> dict[str, str]:
     table_valid, table_by_id = table_cases(tables_spec)
     files["tables.json"] = table_valid + invalid_table_cases(tables_spec, table_by_id)
     files["pgcopy.json"] = pgcopy_golden(load("pgcopy"))
+    from quantization import quantization_cases  # noqa: PLC0415 (imports this module's encoders)
+
+    files["quantization.json"] = quantization_cases(load("quantization"))
     header = {"spec_version": SPEC_VERSION, "generated_by": "testdata/generate.py from testdata/cases/*.toml; do not edit"}
     out = {name: json.dumps({**header, "cases": cases}, indent=1, ensure_ascii=False) + "\n"
            for name, cases in files.items()}

@@ -355,6 +355,11 @@ def test_cohere_client_v2(server, reference) -> None:
     assert np.array(resp.embeddings.binary).tolist() == (packed.astype(int) - 128).tolist()
     assert np.frombuffer(base64.b64decode(resp.embeddings.base64[0]), "<f4").tolist() == reference[0].tolist()
     assert resp.texts == TEXTS
+    quant = co.embed(texts=TEXTS, model=NAMES[0], input_type="search_document", embedding_types=["int8", "uint8"])
+    ranges = densewire.Quantization.from_json(httpx.get(server.url + "/v1/models").json()["data"][0]["quantization"])
+    uint8 = np.array(quant.embeddings.uint8)
+    assert np.array(quant.embeddings.int8).tolist() == (uint8 - 128).tolist()
+    assert uint8.tolist() == ranges.quantize(reference, "uint8").array.tolist()
     short = co.embed(texts=TEXTS[:1], model=NAMES[1], input_type="search_query", embedding_types=["float"],
                      output_dimension=64)
     assert len(short.embeddings.float_[0]) == 64

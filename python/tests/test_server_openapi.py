@@ -27,8 +27,8 @@ def test_document_shape(server) -> None:
     doc = httpx.get(server.url + "/openapi.json").json()
     assert doc["openapi"] == "3.0.3"
     assert doc["components"]["schemas"]["EmbeddingsRequest"]["additionalProperties"] is False
-    assert set(doc["paths"]) == {"/v1/embeddings", "/v1/models", "/v1/models/{model_id}", "/health",
-                                 "/metrics", "/openapi.json", "/v1/tables", "/v1/tables/{name}", "/demo/",
+    assert set(doc["paths"]) == {"/v1/embeddings", "/v1/models", "/v1/models/{model_id}", "/v1/quantization/{id}",
+                                 "/health", "/metrics", "/openapi.json", "/v1/tables", "/v1/tables/{name}", "/demo/",
                                  "/", "/embed", "/info", "/v2/embed", "/api/embed", "/api/embeddings"}  # no /tokenize: hash
 
 

@@ -1,5 +1,5 @@
 /**
- * densewire: embeddings, numeric tensors and tables on the wire at memory speed (wire spec 1.2).
+ * densewire: embeddings, numeric tensors and tables on the wire at memory speed (wire spec 1.3).
  *
  * The one public surface of the package. Modules by format: base64, json, raw, msgpack, protobuf,
  * arrow (optional peer dependency apache-arrow), and the embeddings client; tables (SPEC.md section
@@ -141,4 +141,4 @@ export {
 export * as pb from "./tables/pb.js";
 
 /** The wire spec version this package implements. */
-export const SPEC_VERSION = "1.2";
+export const SPEC_VERSION = "1.3";

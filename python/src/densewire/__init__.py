@@ -2,7 +2,8 @@
 
 One wire spec (SPEC.md) for float32/float16/bfloat16/float64/int8/uint8/binary tensors as strict
 Base64 inside OpenAI-compatible JSON, raw bodies, MessagePack, Protobuf and Arrow; numpy codecs that
-decode without copying the vector data where the buffer allows.
+decode without copying the vector data where the buffer allows; int8/uint8 quantization with
+published per-dimension ranges (``Quantization``, ``quantize``, ``dequantize``).
 
 >>> import numpy as np, densewire
 >>> emb = densewire.Embeddings(densewire.Tensor.from_array(np.array([[1.0, -2.5, 0.1]], dtype=np.float32)), "m")
@@ -27,6 +28,7 @@ from ._formats import FORMATS, MEDIA_TYPES, decode, detect_format, encode, forma
 from ._json import decode_json, encode_json, from_openai
 from ._msgpack import decode_msgpack, encode_msgpack
 from ._protobuf import decode_protobuf, encode_protobuf
+from ._quantize import Quantization, cohere_binary, dequantize, from_cohere_binary, quantization_id, quantize
 from ._raw import decode_raw, encode_raw
 from ._tensor import DTYPES, Embeddings, Tensor, Usage, row_bytes
 from . import pgvector
@@ -34,11 +36,12 @@ from ._tables import (DEMO_SEED, TABLE_FORMATS, TABLE_MEDIA_TYPES, Column, Table
                       demo_table, encode_table, parse_columns_header, table_headers)
 
 __version__ = "0.1.0"
-SPEC_VERSION = "1.2"
+SPEC_VERSION = "1.3"
 
 __all__ = [
     "DTYPES", "FORMATS", "MEDIA_TYPES", "SPEC_VERSION",
     "Tensor", "Usage", "Embeddings", "row_bytes", "convert",
+    "Quantization", "quantize", "dequantize", "quantization_id", "cohere_binary", "from_cohere_binary",
     "encode", "decode", "detect_format", "format_for_media_type",
     "encode_base64", "decode_base64", "encode_json", "decode_json", "from_openai", "encode_raw", "decode_raw",
     "encode_msgpack", "decode_msgpack", "encode_protobuf", "decode_protobuf", "encode_arrow", "decode_arrow",

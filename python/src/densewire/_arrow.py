@@ -42,6 +42,8 @@ def encode_arrow(emb: Embeddings | Tensor) -> bytes:
     if emb.usage is not None:
         meta["densewire.prompt_tokens"] = str(emb.usage.prompt_tokens)
         meta["densewire.total_tokens"] = str(emb.usage.total_tokens)
+    if emb.quantization is not None:
+        meta["densewire.quantization"] = emb.quantization
     data = pa.py_buffer(np.ascontiguousarray(t.array))
     if t.dtype == "binary":
         typ = pa.binary(row_bytes("binary", t.d))
@@ -118,7 +120,7 @@ def _embeddings(pa, schema, batches) -> Embeddings:
     if "densewire.prompt_tokens" in meta:
         usage = Usage(_count(meta, "densewire.prompt_tokens"),
                       _count(meta, "densewire.total_tokens") if "densewire.total_tokens" in meta else 0)
-    return Embeddings(tensor, meta.get("densewire.model"), usage)
+    return Embeddings(tensor, meta.get("densewire.model"), usage, meta.get("densewire.quantization"))
 
 
 def _count(meta: dict[str, str], key: str) -> int:

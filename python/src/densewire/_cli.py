@@ -65,6 +65,8 @@ def load_input(args: argparse.Namespace) -> tuple[Embeddings, str, str, str]:
     data, headers = answer_body(_read(args.input))
     if args.format is None and "densewire-dtype" in headers and "densewire-shape" in headers:
         raw_headers = {"Densewire-Dtype": headers["densewire-dtype"], "Densewire-Shape": headers["densewire-shape"]}
+        if "densewire-quantization" in headers:
+            raw_headers["Densewire-Quantization"] = headers["densewire-quantization"]
         return _formats.decode(data, "raw", raw_headers), "raw", "little", "(dtype and shape from the headers)"
     fmt = args.format or detect_input(data)
     dtype = args.dtype or "float32"
@@ -98,6 +100,16 @@ def describe(emb: Embeddings, fmt: str, byteorder: str, note: str = "", first: i
         lines.append(f"model      {emb.model}")
     if emb.usage is not None:
         lines.append(f"usage      prompt_tokens={emb.usage.prompt_tokens} total_tokens={emb.usage.total_tokens}")
+    if t.dtype in ("int8", "uint8"):
+        code = "the int8 item + 128" if t.dtype == "int8" else "the item"
+        if emb.quantization is not None:
+            lines.append(f"quantized  id {emb.quantization}: codes 0..255 ({code}) of the ranges at "
+                         f"GET /v1/quantization/{emb.quantization} (SPEC.md 17)")
+        else:
+            lines.append("quantized  no quantization id: the ranges of these codes are not named")
+    elif t.dtype == "binary":
+        lines.append("bits       packed sign bits, MSB first (Cohere/sentence-transformers 'ubinary'; their "
+                     "'binary' is each byte - 128)")
     if values.size:
         finite = values[np.isfinite(values)]
         lines.append(f"NaN        {int(np.isnan(values).sum())}    +-Inf {int(np.isinf(values).sum())}")
@@ -122,7 +134,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     emb, _, _, _ = load_input(args)
     if args.to_dtype:
-        emb = Embeddings(convert(emb.tensor, args.to_dtype), emb.model, emb.usage)
+        emb = Embeddings(convert(emb.tensor, args.to_dtype), emb.model, emb.usage)  # float values: no quantization id
     if args.to == "base64":
         body = encode_base64(emb.tensor, args.to_byteorder).encode() + b"\n"
         headers: dict[str, str] = {}

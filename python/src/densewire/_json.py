@@ -42,9 +42,10 @@ def encode_json(emb: Embeddings | Tensor, encoding_format: str = "base64", byteo
     t = emb.tensor
     check_byteorder(byteorder)
     usage = emb.usage or Usage()
-    tail = b'],"model":%s,"usage":{"prompt_tokens":%d,"total_tokens":%d},"dtype":"%s","byteorder":"%s","dimensions":%d}' % (
+    tail = b'],"model":%s,"usage":{"prompt_tokens":%d,"total_tokens":%d},"dtype":"%s","byteorder":"%s","dimensions":%d' % (
         orjson.dumps(emb.model or ""), usage.prompt_tokens, usage.total_tokens, t.dtype.encode(),
         (byteorder if encoding_format == "base64" else "little").encode(), t.d)
+    tail += (b',"quantization":%s}' % orjson.dumps(emb.quantization)) if emb.quantization is not None else b"}"
     if encoding_format == "base64":
         return _base64_envelope(t, byteorder, tail)
     if encoding_format != "float":
@@ -176,7 +177,15 @@ def _from_doc(doc: dict) -> Embeddings:
     model = doc.get("model")
     if model is not None and not isinstance(model, str):
         raise InvalidFieldError("must be a string", field="model")
-    return Embeddings(tensor, model, Usage.parse(doc.get("usage")))
+    return Embeddings(tensor, model, Usage.parse(doc.get("usage")), _quantization(doc))
+
+
+def _quantization(doc: dict) -> str | None:
+    """SPEC.md 6.2: the optional ``quantization`` id, a string."""
+    q = doc.get("quantization")
+    if q is not None and not isinstance(q, str):
+        raise InvalidFieldError(f"must be a string, got {q!r}", field="quantization")
+    return q
 
 
 def from_openai(response) -> np.ndarray:
@@ -415,7 +424,11 @@ def _decode_base64_fast(body: bytes) -> Embeddings | None:
     model = doc.get("model")
     if model is not None and not isinstance(model, str):
         return None
+    quantization = doc.get("quantization")
+    if quantization is not None and not isinstance(quantization, str):
+        return None
     try:
-        return Embeddings(Tensor.from_bytes(raw, dtype, (n, d), byteorder), model, Usage.parse(doc.get("usage")))
+        return Embeddings(Tensor.from_bytes(raw, dtype, (n, d), byteorder), model, Usage.parse(doc.get("usage")),
+                          quantization)
     except DensewireError:
         return None

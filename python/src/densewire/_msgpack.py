@@ -50,10 +50,10 @@ def _bin_header(n: int) -> bytes:
 
 
 def encode_msgpack(emb: Embeddings | Tensor) -> bytes:
-    """The map ``{model?, dtype, shape, data, usage?}`` in the smallest encodings (byte-exact)."""
+    """The map ``{model?, dtype, shape, data, usage?, quantization?}`` in the smallest encodings (byte-exact)."""
     emb = as_embeddings(emb)
     t = emb.tensor
-    count = 3 + (emb.model is not None) + (emb.usage is not None)
+    count = 3 + (emb.model is not None) + (emb.usage is not None) + (emb.quantization is not None)
     head = [bytes((0x80 | count,))]
     if emb.model is not None:
         head += [b"\xa5model", _str(emb.model)]
@@ -63,6 +63,8 @@ def encode_msgpack(emb: Embeddings | Tensor) -> bytes:
     if emb.usage is not None:
         parts.append(b"\xa5usage\x82\xadprompt_tokens" + _uint(emb.usage.prompt_tokens) +
                      b"\xactotal_tokens" + _uint(emb.usage.total_tokens))
+    if emb.quantization is not None:
+        parts.append(b"\xacquantization" + _str(emb.quantization))
     return b"".join(parts)
 
 
@@ -169,5 +171,9 @@ def decode_msgpack(body) -> Embeddings:
     model = doc.get("model")
     if model is not None and not isinstance(model, str):
         raise InvalidFieldError("must be a string", field="model")
-    return Embeddings(Tensor.from_bytes(data, dtype, (shape[0], shape[1]), field="data"), model, Usage.parse(doc.get("usage")))
+    quantization = doc.get("quantization")
+    if quantization is not None and not isinstance(quantization, str):
+        raise InvalidFieldError(f"must be a string, got {quantization!r}", field="quantization")
+    return Embeddings(Tensor.from_bytes(data, dtype, (shape[0], shape[1]), field="data"), model,
+                      Usage.parse(doc.get("usage")), quantization)
 

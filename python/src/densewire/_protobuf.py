@@ -51,6 +51,9 @@ def encode_protobuf(emb: Embeddings | Tensor) -> bytes:
     usage = (b"\x08" + _varint(u.prompt_tokens) if u.prompt_tokens else b"") + (
         b"\x10" + _varint(u.total_tokens) if u.total_tokens else b"")
     parts.append(b"\x1a" + _varint(len(usage)) + usage)
+    if emb.quantization:  # field 4 (SPEC.md 17.5), a proto3 string: omitted when empty
+        q = emb.quantization.encode()
+        parts.append(b"\x22" + _varint(len(q)) + q)
     return b"".join(parts)
 
 
@@ -171,7 +174,7 @@ def decode_protobuf(body, message: str = "EmbeddingsResponse") -> Embeddings:
         return Embeddings(_decode_tensor(buf))
     if message != "EmbeddingsResponse":
         raise ValueError(f"unknown message {message!r}")
-    model, tensor, usage = None, None, None
+    model, tensor, usage, quantization = None, None, None, None
     for number, wire, value, tag_at, value_at in _fields(buf):
         if number == 1:
             _expect(wire, 2, "model", tag_at)
@@ -190,6 +193,12 @@ def decode_protobuf(body, message: str = "EmbeddingsResponse") -> Embeddings:
                     _expect(w, 0, "usage", at)
                     counts[n] = v
             usage = Usage(counts[1], counts[2])
+        elif number == 4:
+            _expect(wire, 2, "quantization", tag_at)
+            try:
+                quantization = str(value, "utf-8") or None
+            except UnicodeDecodeError:
+                raise MalformedError("quantization is not UTF-8", offset=tag_at) from None
     if tensor is None:
         raise InvalidFieldError("missing", field="embeddings")
-    return Embeddings(tensor, model, usage)
+    return Embeddings(tensor, model, usage, quantization)

@@ -22,6 +22,8 @@ def encode_raw(emb: Embeddings | Tensor) -> tuple[bytes | memoryview, dict[str, 
     if emb.usage is not None:
         headers["Densewire-Prompt-Tokens"] = str(emb.usage.prompt_tokens)
         headers["Densewire-Total-Tokens"] = str(emb.usage.total_tokens)
+    if emb.quantization is not None:
+        headers["Densewire-Quantization"] = emb.quantization
     return t.to_bytes("little"), headers
 
 
@@ -39,7 +41,9 @@ def decode_raw(body, headers: Mapping[str, str]) -> Embeddings:
     usage = None
     if "densewire-prompt-tokens" in h or "densewire-total-tokens" in h:
         usage = Usage(_count(h, "Densewire-Prompt-Tokens"), _count(h, "Densewire-Total-Tokens"))
-    return Embeddings(Tensor.from_bytes(body, dtype, shape), model, usage)
+    quantization = h.get("densewire-quantization")
+    return Embeddings(Tensor.from_bytes(body, dtype, shape), model, usage,
+                      quantization.strip() if quantization is not None else None)
 
 
 def _shape(value: str | None) -> tuple[int, int]:

@@ -171,11 +171,13 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Embeddings:
-    """An embeddings response: the tensor, and the model and usage that came with it."""
+    """An embeddings response: the tensor, and the model and usage that came with it; for int8 and
+    uint8 responses, the ``quantization`` id of the ranges the server quantized with (SPEC.md 17.4)."""
 
     tensor: Tensor
     model: str | None = None
     usage: Usage | None = None
+    quantization: str | None = None
 
     @property
     def array(self) -> np.ndarray:

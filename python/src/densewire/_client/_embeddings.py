@@ -14,6 +14,7 @@ MiniLM vectors keep 91.7 to 92.9 % of their size under gzip, zstd or brotli at a
 from __future__ import annotations
 
 import asyncio
+from urllib.parse import quote
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,8 +23,9 @@ import orjson
 import yarl
 
 from .._optional import require
-from .._errors import DensewireError
+from .._errors import DensewireError, InvalidFieldError
 from .._formats import MEDIA_TYPES, decode, format_for_media_type
+from .._quantize import QUANTIZED_DTYPES, Quantization
 from .._tensor import Embeddings
 from ._errors import APIError
 from ._loop import LoopThread
@@ -78,8 +80,17 @@ def _progress(total: int, enabled: bool) -> Callable[[int], None]:
     return tqdm(total=total, unit="text").update
 
 
+def _check_dequantize(dtype: str, dequantize: bool) -> None:
+    if dequantize and dtype not in QUANTIZED_DTYPES:
+        raise ValueError(f"dequantize=True needs dtype 'int8' or 'uint8', not {dtype!r}")
+
+
 class AsyncClient:
     """The asyncio client: ``await client.embed(["a", "b"])`` returns an ``(n, d)`` numpy array.
+
+    ``dtype="int8"`` or ``"uint8"`` asks the server for codes quantized with its published ranges
+    (SPEC.md 17, 4x fewer bytes than float32); ``embed(..., dequantize=True)`` turns them back into
+    float32 with the ranges of :meth:`quantization`, fetched once per id and kept.
 
     ``max_retries`` (default 2) retries 429, 503 and connection errors before an answer, waiting
     ``backoff_base * 2**k`` seconds at most (full jitter, capped at ``backoff_cap``) and at least
@@ -99,6 +110,7 @@ class AsyncClient:
                          **auth_headers(api_key)}
         self._transport = Transport(timeout=timeout, retry=RetryPolicy(max_retries, backoff_base, backoff_cap),
                                     max_connections=max_connections, session=http_client)
+        self._quantizations: dict[str, Quantization] = {}
 
     async def __aenter__(self) -> "AsyncClient":
         return self
@@ -116,15 +128,48 @@ class AsyncClient:
         return _decode_response(await self._transport.request("POST", self._url, self._headers, body))
 
     async def embed(self, texts, *, model: str | None = None, dimensions: int | None = None,
-                    dtype: str = "float32") -> np.ndarray:
+                    dtype: str = "float32", dequantize: bool = False) -> np.ndarray:
         """Vectors of one request as an (n, d) array (float16 stays float16; bfloat16 widens to float32;
-        binary is packed uint8)."""
-        return _as_array(await self.create(texts, model=model, dimensions=dimensions, dtype=dtype))
+        binary is packed uint8; int8/uint8 are the codes, or with ``dequantize`` float32 values)."""
+        _check_dequantize(dtype, dequantize)
+        emb = await self.create(texts, model=model, dimensions=dimensions, dtype=dtype)
+        if dequantize:
+            return await self.dequantize(emb)
+        return _as_array(emb)
+
+    async def quantization(self, quantization_id: str) -> Quantization:
+        """The ranges with this id (``GET /v1/quantization/{id}``), checked (SPEC.md 17.6); fetched once
+        per id, then kept (they never change)."""
+        found = self._quantizations.get(quantization_id)
+        if found is not None:
+            return found
+        response = await self._transport.request(
+            "GET", f"{self.base_url}/v1/quantization/{quote(quantization_id, safe='')}",
+            {**self._headers, "Accept": "application/json"})
+        raise_for_status(response)
+        try:
+            found = Quantization.from_json(response.body)
+        except DensewireError as exc:
+            raise APIError(response.status, f"the server's quantization object does not decode: {exc}",
+                           exc.category, exc.field, exc.offset, attempts=response.attempts) from exc
+        if found.id != quantization_id:
+            raise APIError(response.status, f"asked for the ranges {quantization_id}, the server sent {found.id}",
+                           "invalid_field", "id", None, attempts=response.attempts)
+        self._quantizations[quantization_id] = found
+        return found
+
+    async def dequantize(self, emb: Embeddings) -> np.ndarray:
+        """float32 values of an int8/uint8 response, with the ranges its quantization id names."""
+        if emb.quantization is None:
+            raise InvalidFieldError(f"this {emb.tensor.dtype} response names no quantization ranges",
+                                    field="quantization")
+        return (await self.quantization(emb.quantization)).dequantize(emb.tensor)
 
     async def embed_many(self, texts: Sequence[str], *, batch_size: int = 256, concurrency: int = 4,
                          model: str | None = None, dimensions: int | None = None, dtype: str = "float32",
-                         progress: bool = False) -> np.ndarray:
+                         progress: bool = False, dequantize: bool = False) -> np.ndarray:
         """Many texts in batches, ``concurrency`` requests at a time, in input order."""
+        _check_dequantize(dtype, dequantize)
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         spans = [(i, min(i + batch_size, len(texts))) for i in range(0, len(texts), batch_size)]
@@ -133,7 +178,8 @@ class AsyncClient:
 
         async def one(lo: int, hi: int) -> np.ndarray:
             async with gate:
-                out = await self.embed(list(texts[lo:hi]), model=model, dimensions=dimensions, dtype=dtype)
+                out = await self.embed(list(texts[lo:hi]), model=model, dimensions=dimensions, dtype=dtype,
+                                       dequantize=dequantize)
             update(hi - lo)
             return out
 
@@ -183,16 +229,26 @@ class Client:
         return self._loop.run(self._async.create(texts, model=model, dimensions=dimensions, dtype=dtype))
 
     def embed(self, texts, *, model: str | None = None, dimensions: int | None = None,
-              dtype: str = "float32") -> np.ndarray:
-        """Vectors of one request as an (n, d) array."""
-        return _as_array(self.create(texts, model=model, dimensions=dimensions, dtype=dtype))
+              dtype: str = "float32", dequantize: bool = False) -> np.ndarray:
+        """Vectors of one request as an (n, d) array (int8/uint8 codes, or float32 with ``dequantize``)."""
+        return self._loop.run(self._async.embed(texts, model=model, dimensions=dimensions, dtype=dtype,
+                                                dequantize=dequantize))
+
+    def quantization(self, quantization_id: str) -> Quantization:
+        """The ranges with this id (``GET /v1/quantization/{id}``), fetched once per id."""
+        return self._loop.run(self._async.quantization(quantization_id))
+
+    def dequantize(self, emb: Embeddings) -> np.ndarray:
+        """float32 values of an int8/uint8 response, with the ranges its quantization id names."""
+        return self._loop.run(self._async.dequantize(emb))
 
     def embed_many(self, texts: Sequence[str], *, batch_size: int = 256, concurrency: int = 4,
                    model: str | None = None, dimensions: int | None = None, dtype: str = "float32",
-                   progress: bool = False) -> np.ndarray:
+                   progress: bool = False, dequantize: bool = False) -> np.ndarray:
         """Many texts in batches, ``concurrency`` requests at a time, in input order."""
         return self._loop.run(self._async.embed_many(texts, batch_size=batch_size, concurrency=concurrency, model=model,
-                                                     dimensions=dimensions, dtype=dtype, progress=progress))
+                                                     dimensions=dimensions, dtype=dtype, progress=progress,
+                                                     dequantize=dequantize))
 
     def models(self) -> list[str]:
         """The ids of ``GET /v1/models``."""

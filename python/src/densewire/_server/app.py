@@ -7,7 +7,8 @@ lifespan, before uvicorn accepts connections. Routes:
   vLLM's dialect of it (vllm.py);
 * ``POST /embed`` (and ``POST /``), ``POST /tokenize``, ``GET /info``: TEI's routes; ``POST /v2/embed``:
   Cohere's; ``POST /api/embed``, ``POST /api/embeddings``: Ollama's (dialects.py, SPEC.md 6.4);
-* ``GET /v1/models``, ``GET /v1/models/{id}``: the served model;
+* ``GET /v1/models``, ``GET /v1/models/{id}``: the served model names, with their quantization ranges;
+* ``GET /v1/quantization/{id}``: the ranges of int8/uint8 answers by id (quantization.py, SPEC.md 17.6);
 * ``GET /v1/tables``, ``GET``/``HEAD /v1/tables/{name}``: tables, pre-serialized (tables.py, SPEC.md 15.9);
 * ``/demo/``: the demo page (static files);
 * ``GET /``, ``GET /docs``: the server's own page and its API documentation (pages.py);
@@ -59,6 +60,7 @@ from .logs import configure_logging, log
 from .metrics import CONTENT_TYPE_LATEST, Metrics
 from .negotiation import VARY
 from .openapi import build_openapi
+from .quantization import LazyQuantizer, calibrates_at_load
 from .pages import DocsFiles, docs, home, ready_block
 from .pipeline import Call, _parse, _state, run_call
 from .responses import ErrorResponse
@@ -113,6 +115,12 @@ class ServerState:
             log.info("model %s loaded (%d dimensions, %d max tokens) in %.1f s", backend.name,
                      backend.dimensions, backend.max_tokens, time.perf_counter() - t0)
         self.embedder = Embedder(backend, self.cfg, self.metrics, self.cpu_pool)
+        self.embedder.quantization = LazyQuantizer(backend, self.embedder.model_id)
+        if calibrates_at_load(backend):
+            try:
+                await self.embedder.quantization.load(self.embedder.in_cpu_pool)
+            except UnavailableError:
+                pass  # logged; int8/uint8 requests try again and answer 503 while it fails
         self.metrics.redis_up.set(0)
         await self.embedder.start()
         self.ready = True
@@ -182,7 +190,7 @@ async def embeddings(request: Request) -> Response:
         if req.vllm:
             check_vllm_format(req, fmt)
         vectors, prompt_tokens = await call.embed(req)
-        emb = call.embeddings(req, vectors, prompt_tokens)
+        emb = await call.embeddings(req, vectors, prompt_tokens)
         if req.encoding_format in ("bytes", "bytes_only"):
             call.fmt = "raw"
             out, headers = render_vllm_bytes(emb, vectors, req, vllm_id(req, request.headers.get("x-request-id")))
@@ -200,8 +208,12 @@ async def embeddings(request: Request) -> Response:
 
 
 def _model_card(e: Embedder, created: int, name: str | None = None) -> dict[str, Any]:
-    return {"id": name or e.model_id, "object": "model", "created": created, "owned_by": "densewire",
+    card = {"id": name or e.model_id, "object": "model", "created": created, "owned_by": "densewire",
             "dimensions": e.dimensions, "max_tokens": e.max_tokens, **_engine_fields(e)}
+    quantizer = e.quantization.value if e.quantization is not None else None
+    if quantizer is not None:  # SPEC.md 17.6 (an upstream model's after its first int8/uint8 answer)
+        card["quantization"] = quantizer.native.to_json()
+    return card
 
 
 def _json(doc: Any, status: int = 200) -> Response:
@@ -242,6 +254,40 @@ async def root(request: Request) -> Response:
     if request.method == "POST":
         return await tei_embed(request)
     return await home(request)
+
+
+_IMMUTABLE = "public, max-age=31536000, immutable"
+
+
+async def quantization(request: Request) -> Response:
+    """``GET /v1/quantization/{id}``: the ranges with this id (SPEC.md 17.6), immutable."""
+    st = _state(request)
+    try:
+        st.check_auth(request)
+        e = st.require_embedder()
+        qid = request.path_params["id"]
+        quantizer = await e.quantization.load(e.in_cpu_pool)
+        found = await e.in_cpu_pool(quantizer.by_id, qid)
+        if found is None:
+            raise NotFoundError(f"no quantization ranges with id {qid!r} for the model {e.model_id!r}; "
+                                f"its native ones are {quantizer.native.id!r}", field="id")
+        etag = f'"{found.id}"'
+        headers = {"ETag": etag, "Cache-Control": _IMMUTABLE}
+        if _etag_matches(request.headers.get("if-none-match"), etag):
+            response = Response(status_code=304, headers=headers)
+        else:
+            response = Response(orjson.dumps(found.to_json()), 200, headers, media_type="application/json")
+    except DensewireError as err:
+        response = ErrorResponse(err)
+    st.metrics.requests.labels("/v1/quantization/{id}", str(response.status_code), "json").inc()
+    return response
+
+
+def _etag_matches(header: str | None, etag: str) -> bool:
+    if header is None:
+        return False
+    tags = [t.strip().removeprefix("W/") for t in header.split(",")]
+    return "*" in tags or etag in tags
 
 
 async def health(request: Request) -> Response:
@@ -296,7 +342,7 @@ async def openapi(request: Request) -> Response:
         vocab_size=_vocab_size(e.backend) if e else None, tables=st.tables.names,
         public_tables=st.cfg.public_tables, can_cut=e.can_cut if e else True,
         tokenizer=hasattr(e.backend, "token_spans") if e else True, max_tokens=e.max_tokens if e else None,
-        quantize=hasattr(e, "quantize") if e else False, token_ids_mode=e.token_ids if e else "cl100k_base",
+        quantize=getattr(e, "quantization", None) is not None if e else False, token_ids_mode=e.token_ids if e else "cl100k_base",
     )
     return _json(doc)
 
@@ -344,6 +390,7 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
         Route("/api/embeddings", ollama_embeddings, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", model, methods=["GET"]),
+        Route("/v1/quantization/{id}", quantization, methods=["GET"]),
         Route("/v1/tables", list_tables, methods=["GET"]),
         Route("/v1/tables/{name}", get_table, methods=["GET"]),
         Mount("/demo", app=DemoFiles()),
@@ -367,7 +414,7 @@ CORS_REQUEST_HEADERS = ("Authorization", "Content-Type", "Content-Encoding", "If
                         "Densewire-Shape", "Densewire-Dtype", "Densewire-Byteorder")
 CORS_EXPOSED_HEADERS = ("ETag", "Content-Encoding", "Retry-After", "X-Request-Id", "Densewire-Version", "Densewire-Model",
                         "Densewire-Shape", "Densewire-Dtype", "Densewire-Byteorder", "Densewire-Prompt-Tokens",
-                        "Densewire-Total-Tokens", "Densewire-Table", "Densewire-Rows", "Densewire-Columns")
+                        "Densewire-Total-Tokens", "Densewire-Quantization", "Densewire-Table", "Densewire-Rows", "Densewire-Columns")
 
 
 def _cors(origins: tuple[str, ...]) -> Middleware:

@@ -270,16 +270,6 @@ def cohere_error(err: DensewireError, headers: dict[str, str]) -> Response:
     return _error_json({"message": _text(err)}, status, headers)
 
 
-def quantized(vectors: np.ndarray, kind: str, call: Call, field: str) -> np.ndarray:
-    """int8 / uint8 codes of densewire's calibrated quantization, from the server's published ranges."""
-    quantize = getattr(call.service, "quantize", None)
-    if quantize is None:
-        raise _with_status(InvalidFieldError(
-            f"{kind!r} is not served yet: this server does not quantize to int8/uint8; ask for float, binary, "
-            f"ubinary or base64", field=field), 422)
-    return quantize(vectors, kind)
-
-
 async def cohere_embed(request: Request) -> Response:
     """``POST /v2/embed``: Cohere's EmbedRequest -> EmbedByTypeResponse."""
 
@@ -352,15 +342,17 @@ async def cohere_embed(request: Request) -> Response:
             raise _length_error(err, "texts") from None
         if fmt != "json":
             kind = types[0]
+            qid = None
             if kind == "float":
                 tensor = Tensor.from_array(np.ascontiguousarray(vectors, dtype=np.float32))
             elif kind == "ubinary":
                 tensor = convert(Tensor.from_array(np.ascontiguousarray(vectors, dtype=np.float32)), "binary")
             else:
-                tensor = Tensor.from_array(quantized(vectors, kind, call, "embedding_types[0]"))
-            emb = Embeddings(tensor, model=service.model_id, usage=Usage(tokens, tokens))
+                tensor, qid = await call.quantized(vectors, kind, dims)
+            emb = Embeddings(tensor, model=service.model_id, usage=Usage(tokens, tokens), quantization=qid)
             return await call.render(emb, fmt, coding)
         embeddings: dict[str, Any] = {}
+        headers: dict[str, str] = {}
         packed = None
         for i, kind in enumerate(types):
             if kind == "float":
@@ -373,12 +365,15 @@ async def cohere_embed(request: Request) -> Response:
                     packed = convert(Tensor.from_array(np.ascontiguousarray(vectors, dtype=np.float32)),
                                      "binary").array
                 embeddings[kind] = packed if kind == "ubinary" else (packed.astype(np.int16) - 128).astype(np.int8)
-            else:
-                embeddings[kind] = quantized(vectors, kind, call, f"embedding_types[{i}]")
+            else:  # int8 / uint8: densewire's calibrated codes; the ranges' id in a header (SPEC.md 17)
+                tensor, qid = await call.quantized(vectors, kind, dims)
+                embeddings[kind] = tensor.array
+                if qid is not None:
+                    headers["Densewire-Quantization"] = qid
         body = {"id": str(uuid.uuid4()), "embeddings": embeddings, "texts": texts,
                 "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": tokens}},
                 "response_type": "embeddings_by_type"}
-        return call.prepared(orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY), {}, coding)
+        return call.prepared(orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY), headers, coding)
 
     return await run_call(request, "/v2/embed", handle, cohere_error)
 

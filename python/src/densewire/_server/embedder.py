@@ -90,6 +90,8 @@ class Embedder:
         self._waiters: dict[asyncio.Future, int] = {}
         self._prewarm_task: asyncio.Task[None] | None = None
         self.prewarm_state: dict[str, Any] = {"file": cfg.prewarm, "texts": 0, "runs": 0, "last_seconds": None}
+        #: the model's quantization ranges (quantization.LazyQuantizer), set by the server when the model loads
+        self.quantization: Any = None
 
     @property
     def can_cut(self) -> bool:

@@ -321,7 +321,9 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
         "dimensions": {"type": "integer", "minimum": 1, "maximum": max_dims,
                        "description": "cut each vector to this many dimensions, then L2-normalise"},
         "user": {"type": "string", "description": "accepted and ignored"},
-        "dtype": {"type": "string", "enum": list(SERVED_DTYPES), "default": "float32"},
+        "dtype": {"type": "string", "enum": list(SERVED_DTYPES), "default": "float32",
+                  "description": "int8 and uint8 are quantized with the model's published ranges (SPEC.md 17), "
+                                 "named by the response's quantization id"},
         "byteorder": {"type": "string", "enum": ["little", "big"], "default": "little",
                       "description": "byte order of Base64 strings in JSON; numbers and binary bodies "
                                      "are little-endian whatever is asked"},
@@ -389,6 +391,24 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
             "id": {"type": "string", "description": "vLLM's dialect: embd-<request_id>"},
             "created": {"type": "integer", "description": "vLLM's dialect"},
             "dimensions": {"type": "integer", "minimum": 1},
+            "quantization": {"type": "string", "description": "int8/uint8 responses: the id of the ranges "
+                             "(GET /v1/quantization/{id})"},
+        },
+    }
+    quantization = {
+        "type": "object",
+        "description": "per-dimension ranges int8/uint8 answers are quantized with (SPEC.md 17.6)",
+        "required": ["id", "method", "dimensions", "lower", "upper"],
+        "properties": {
+            "object": {"type": "string", "enum": ["quantization"]},
+            "id": {"type": "string", "description": "16 hex digits of sha256(lower || upper || d)"},
+            "model": {"type": "string"},
+            "method": {"type": "string", "enum": ["minmax-per-dimension"]},
+            "calibration": {"type": "object", "properties": {
+                "name": {"type": "string"}, "texts": {"type": "integer"}, "sha256": {"type": "string"}}},
+            "dimensions": {"type": "integer", "minimum": 0},
+            "lower": {"type": "string", "format": "byte", "description": "Base64 of d float32, little-endian"},
+            "upper": {"type": "string", "format": "byte", "description": "Base64 of d float32, little-endian"},
         },
     }
     error_envelope = {
@@ -412,7 +432,8 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
         "properties": {"id": {"type": "string"}, "object": {"type": "string", "enum": ["model"]},
                        "created": {"type": "integer"}, "owned_by": {"type": "string"},
                        "dimensions": {"type": "integer"}, "max_tokens": {"type": "integer"},
-                       "engine": {"type": "string"}, "execution_provider": {"type": "string", "nullable": True}},
+                       "engine": {"type": "string"}, "execution_provider": {"type": "string", "nullable": True},
+                       "quantization": {"$ref": "#/components/schemas/Quantization"}},
     }
     vary = {"Vary": {"description": "always 'Accept, Accept-Encoding'", "schema": {"type": "string"}}}
     ok_content: dict[str, Any] = {"application/json": {"schema": {"$ref": "#/components/schemas/EmbeddingsResponse"}}}
@@ -484,6 +505,21 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                     "503": _error_response("the model is not ready"),
                 },
             }},
+            "/v1/quantization/{id}": {"get": {
+                "operationId": "retrieveQuantization",
+                "security": security,
+                "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {
+                    "200": {"description": "the ranges with this id (immutable: cached for a year)",
+                            "headers": {"ETag": {"schema": {"type": "string"}},
+                                        "Cache-Control": {"schema": {"type": "string"}}},
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Quantization"}}}},
+                    "304": {"description": "If-None-Match names this id's ETag"},
+                    **auth_errors,
+                    "404": _error_response("no ranges with this id"),
+                    "503": _error_response("the model is not ready, or its ranges could not be calibrated"),
+                },
+            }},
             "/health": {"get": {
                 "operationId": "health",
                 "security": [],
@@ -516,6 +552,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                 "EmbeddingsResponse": response_schema,
                 "ErrorEnvelope": error_envelope,
                 "Model": model_card,
+                "Quantization": quantization,
             },
         },
     }

@@ -47,6 +47,7 @@ _ABOUT = {
     "/api/embeddings": "Ollama's older single-prompt embeddings",
     "/v1/models": "the served model names",
     "/v1/models/{model_id:path}": "one model",
+    "/v1/quantization/{id}": "the ranges of int8/uint8 answers, by id (immutable)",
     "/v1/tables": "the served tables, with their build state",
     "/v1/tables/{name}": "a table in 7 formats, pre-serialized and pre-compressed",
     "/demo": "the tables on a map, every format measured in the browser",

@@ -42,6 +42,7 @@ from .embedder import Embedder
 from .limits import TRIM_AFTER_BYTES, release_memory
 from .logs import log
 from .metrics import Metrics
+from .quantization import answer_dtype
 from .negotiation import VARY, negotiate_encoding, negotiate_format
 from .request import EmbeddingsRequest, parse_embeddings_request
 from .responses import RESPONSE_CLASSES, ErrorResponse, render_embeddings
@@ -120,8 +121,13 @@ class Call:
         return await await_while_connected(_embed(self.service, req, self.st.metrics), self.request.receive,
                                            self.ticket, self.st.lifecycle.expired)
 
-    def embeddings(self, req: EmbeddingsRequest, vectors: np.ndarray, prompt_tokens: int) -> Embeddings:
-        return _to_embeddings(self.service, req, vectors, prompt_tokens)
+    async def embeddings(self, req: EmbeddingsRequest, vectors: np.ndarray, prompt_tokens: int) -> Embeddings:
+        return await _to_embeddings(self.service, req, vectors, prompt_tokens)
+
+    async def quantized(self, vectors: np.ndarray, dtype: str, dimensions: int | None) -> tuple[Tensor, str | None]:
+        """The vectors in ``dtype`` (int8/uint8 with the server's calibrated ranges) and the quantization id."""
+        tensor, quantization = await answer_dtype(self.service, vectors, dtype, dimensions)
+        return tensor, quantization.id if quantization is not None else None
 
     async def render(self, emb: Embeddings, fmt: str, content_encoding: str | None, *,
                      encoding_format: str = "base64", byteorder: str = "little") -> Response:
@@ -259,12 +265,13 @@ async def _embed(service: Embedder, req: EmbeddingsRequest, m: Metrics) -> tuple
     return vectors, sum(min(c, max_tokens) for c in counts)
 
 
-def _to_embeddings(service: Embedder, req: EmbeddingsRequest, vectors: np.ndarray, prompt_tokens: int) -> Embeddings:
-    """Conversion: the vectors in the requested dtype (SPEC.md 3), with the model and usage."""
-    tensor = Tensor.from_array(vectors)
-    if req.dtype != "float32":
-        tensor = convert(tensor, req.dtype)
-    return Embeddings(tensor, model=service.model_id, usage=Usage(prompt_tokens, prompt_tokens))
+async def _to_embeddings(service: Embedder, req: EmbeddingsRequest, vectors: np.ndarray,
+                         prompt_tokens: int) -> Embeddings:
+    """Conversion: the vectors in the requested dtype (SPEC.md 3; int8/uint8 quantized by SPEC.md 17,
+    named by their quantization id), with the model and usage."""
+    tensor, quantization = await answer_dtype(service, vectors, req.dtype, req.dimensions)
+    return Embeddings(tensor, model=service.model_id, usage=Usage(prompt_tokens, prompt_tokens),
+                      quantization=quantization.id if quantization is not None else None)
 
 
 async def _render_format(cfg: ServerConfig, service: Embedder, emb: Embeddings, fmt: str,

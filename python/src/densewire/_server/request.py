@@ -26,7 +26,7 @@ DENSEWIRE_FIELDS = ("input", "model", "encoding_format", "dimensions", "user", "
 VLLM_FIELDS = ("embed_dtype", "endianness", "truncate_prompt_tokens", "truncation_side", "request_id", "priority",
                "add_special_tokens", "use_activation", "normalize", "padding", "cache_salt", "mm_processor_kwargs")
 REQUEST_FIELDS = DENSEWIRE_FIELDS + VLLM_FIELDS
-SERVED_DTYPES = ("float32", "float16", "bfloat16", "binary")
+SERVED_DTYPES = ("float32", "float16", "bfloat16", "int8", "uint8", "binary")
 ALL_DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "uint8", "binary")
 #: float and base64 are OpenAI's; bytes and bytes_only vLLM's binary response (vllm.py)
 ENCODING_FORMATS = ("float", "base64", "bytes", "bytes_only")
@@ -237,8 +237,8 @@ def parse_embeddings_request(body: bytes, *, max_inputs: int, native_dimensions:
     if embed_dtype is not None and dtype is not None and embed_dtype != dtype:
         raise InvalidFieldError(f"{embed_dtype!r} disagrees with dtype {dtype!r}: send one of the two",
                                 field="embed_dtype")
-    if vllm and dtype == "binary":
-        raise InvalidFieldError("vLLM's fields (embed_dtype, endianness, bytes) do not apply to dtype 'binary'",
+    if vllm and dtype in ("binary", "int8", "uint8"):
+        raise InvalidFieldError(f"vLLM's fields (embed_dtype, endianness, bytes) do not apply to dtype {dtype!r}",
                                 field="dtype")
     if endianness is not None:
         resolved = sys.byteorder if endianness == "native" else endianness
