@@ -53,7 +53,8 @@ def test_server_examples_run_against_a_real_server() -> None:
             scope: dict = {}
             exec(compile(block.replace("http://127.0.0.1:8000", server.url), "README.md server block", "exec"), scope)
             assert len(scope["vector"]) == 384
-            assert scope["array"].shape == (10_000, 384)
+            if "embed_many" in block:  # the densewire client's block; the other servers' clients' asserts run in theirs
+                assert scope["array"].shape == (10_000, 384)
 
 
 SH_BLOCKS = re.findall(r"```sh\n(.*?)```", README.split("## Quick start", 1)[1].split("```sh", 1)[1].split("```", 1)[1], re.S)

@@ -35,8 +35,12 @@ SEEDS: list[dict[str, Any]] = [
     {"input": [1, 2, 3]},
     {"input": "x", "dtype": "float16", "byteorder": "big", "encoding_format": "base64"},
     {"input": "x", "dtype": "binary", "truncate": False, "user": "u"},
+    {"input": ["a", "b"], "encoding_format": "bytes", "embed_dtype": "fp8_e4m3", "endianness": "big"},
+    {"input": "x y z", "encoding_format": "base64", "embed_dtype": "bfloat16", "truncate_prompt_tokens": 2,
+     "truncation_side": "left", "request_id": "r"},
 ]
-FIELDS = ["input", "model", "encoding_format", "dimensions", "user", "dtype", "byteorder", "truncate", "extra"]
+FIELDS = ["input", "model", "encoding_format", "dimensions", "user", "dtype", "byteorder", "truncate", "extra",
+          "embed_dtype", "endianness", "truncate_prompt_tokens", "truncation_side", "priority"]
 MEDIA = ["application/json", "application/octet-stream", "application/msgpack", "application/x-protobuf",
          "application/vnd.apache.arrow.stream", "*/*", "application/*", "text/html", "", "application/json; q=0"]
 CODINGS = ["gzip", "zstd", "br", "deflate", "identity", "*", "x-gzip", "gzip;q=0", ""]
@@ -44,7 +48,8 @@ CODINGS = ["gzip", "zstd", "br", "deflate", "identity", "*", "x-gzip", "gzip;q=0
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False),
     st.sampled_from([0, -1, 1e30, 2.5, 2**32, 2**63, "float", "base64", "float32", "bfloat16", "int8",
-                     "little", "big", "hash-8", "", "\u0000", "\ud7ff"]),
+                     "little", "big", "hash-8", "", "\u0000", "\ud7ff", "bytes", "bytes_only", "fp8_e4m3",
+                     "fp8_e5m2", "native", "left", "START", "NONE", "ubinary", "binary", "uint8"]),
     st.text(max_size=20),
 )
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
@@ -125,5 +130,63 @@ def test_every_request_gets_2xx_or_a_4xx_envelope(client, body: bytes, accept: s
     if r.status_code >= 400:
         err = orjson.loads(r.content)["error"]
         assert err["type"] == "invalid_request_error" and err["code"] and err["message"]
+    else:
+        assert r.status_code == 200
+
+
+#: Real requests of the other servers' routes (dialects.py), as their clients send them.
+DIALECT_SEEDS: dict[str, list[dict[str, Any]]] = {
+    "/embed": [{"inputs": "a"}, {"inputs": ["a", "b"], "truncate": True, "normalize": False},
+               {"inputs": [[1, 2]], "truncation_direction": "Left", "dimensions": 4}],
+    "/": [{"inputs": "hello"}],
+    "/tokenize": [{"inputs": ["a b"], "add_special_tokens": False}],
+    "/v2/embed": [{"texts": ["a"], "model": "hash-8", "input_type": "search_query",
+                   "embedding_types": ["float", "binary", "ubinary", "base64"]},
+                  {"texts": ["a b c"], "truncate": "START", "max_tokens": 2, "output_dimension": 4}],
+    "/api/embed": [{"model": "hash-8", "input": ["a", "b"], "truncate": False, "dimensions": 4}],
+    "/api/embeddings": [{"model": "hash-8", "prompt": "a", "options": {}}],
+}
+DIALECT_FIELDS = ["inputs", "truncate", "normalize", "truncation_direction", "dimensions", "prompt_name",
+                  "add_special_tokens", "texts", "model", "input_type", "embedding_types", "output_dimension",
+                  "max_tokens", "input", "prompt", "options", "keep_alive"]
+dialect_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+    st.sampled_from(DIALECT_FIELDS) | st.text(max_size=5), inner, max_size=3), max_leaves=12)
+
+
+def _dialect_document(route: str) -> st.SearchStrategy[Any]:
+    seeds = DIALECT_SEEDS[route]
+    return st.one_of(
+        st.sampled_from(seeds),
+        st.builds(lambda seed, changes, drop: {**{k: v for k, v in seed.items() if k not in drop}, **changes},
+                  st.sampled_from(seeds), st.dictionaries(st.sampled_from(DIALECT_FIELDS), dialect_values, max_size=3),
+                  st.sets(st.sampled_from(DIALECT_FIELDS), max_size=2)),
+        dialect_values,
+    )
+
+
+def _error_shape(route: str, doc: Any) -> bool:
+    if route in ("/embed", "/", "/tokenize"):
+        return isinstance(doc.get("error"), str) and isinstance(doc.get("error_type"), str)
+    if route == "/v2/embed":
+        return isinstance(doc.get("message"), str)
+    return isinstance(doc.get("error"), str)
+
+
+@settings(max_examples=int(os.environ.get("DENSEWIRE_FUZZ_EXAMPLES", "300")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), route=st.sampled_from(sorted(DIALECT_SEEDS)),
+       accept=st.sampled_from(MEDIA) | st.text(max_size=30), mutate=st.booleans())
+def test_dialect_routes_answer_2xx_or_their_own_4xx(client, data, route: str, accept: str, mutate: bool) -> None:
+    body = _dumps(data.draw(_dialect_document(route)))
+    if mutate:
+        body = _mutate(body, data.draw(st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=4)),
+                       data.draw(st.none() | st.integers(0, 60)))
+    headers = {"Content-Type": "application/json"}
+    if accept.isascii() and accept.isprintable():
+        headers["Accept"] = accept
+    r = client.post(route, content=body, headers=headers)
+    assert r.status_code < 500, (route, r.status_code, r.content[:300])
+    if r.status_code >= 400:
+        assert _error_shape(route, orjson.loads(r.content)), (route, r.content[:300])
     else:
         assert r.status_code == 200

@@ -28,8 +28,9 @@ def test_document_shape(server) -> None:
     assert doc["openapi"] == "3.0.3"
     assert doc["components"]["schemas"]["EmbeddingsRequest"]["additionalProperties"] is False
     assert set(doc["paths"]) == {"/v1/embeddings", "/v1/models", "/v1/models/{model_id}", "/v1/quantization/{id}",
-                                 "/health", "/ready",
-                                 "/metrics", "/openapi.json", "/v1/tables", "/v1/tables/{name}", "/demo/"}
+                                 "/health", "/ready", "/metrics", "/openapi.json", "/v1/tables", "/v1/tables/{name}",
+                                 "/demo/", "/", "/embed", "/info", "/v2/embed", "/api/embed",
+                                 "/api/embeddings"}  # no /tokenize: hash
 
 
 def test_document_lists_overload_and_readiness(server) -> None:

@@ -42,6 +42,9 @@ class Backend(ABC):
     #: at whitespace; the server then cuts long texts before tokenizing them (``_server/limits.py``).
     #: None: texts are passed whole.
     max_chars_per_token: int | None = None
+    #: True when a token is a whitespace-separated word (count_tokens counts words, no special tokens):
+    #: the server then cuts a text at N tokens by keeping N words (truncate_prompt_tokens, truncation_side)
+    tokens_are_words: bool = False
 
     @abstractmethod
     def count_tokens(self, texts: list[str]) -> list[int]:

@@ -295,6 +295,29 @@ class SentenceEncoder(Backend):
         encs = self._tok.encode_batch(self._prepare(list(texts)), add_special_tokens=add_special_tokens)
         return [e.ids for e in encs]
 
+    @property
+    def special_token_count(self) -> int:
+        """How many special tokens embed_tokens() wraps a sequence in ([CLS] and [SEP]: 2)."""
+        return len(self._prefix) + len(self._suffix)
+
+    def split_tokens(self, texts: list[str]) -> list[list[int]]:
+        """Untruncated ids of each text without special tokens: what embed_tokens() takes, so that a
+        caller can cut a text at either end (the server's truncation_side and truncate_prompt_tokens)."""
+        check_texts(texts)
+        return [e.ids for e in self._counter.encode_batch(self._prepare(list(texts)), add_special_tokens=False)]
+
+    def token_spans(self, texts: list[str], add_special_tokens: bool = True) -> list[list[tuple[int, str, bool, int, int]]]:
+        """``(id, token, special, start, stop)`` per token, untruncated; start/stop are character offsets
+        into the text as given (sentence-transformers strips it first: the offsets are shifted back)."""
+        check_texts(texts)
+        out = []
+        encs = self._counter.encode_batch(self._prepare(list(texts)), add_special_tokens=add_special_tokens)
+        for text, e in zip(texts, encs):
+            lead = len(text) - len(text.lstrip())
+            out.append([(i, tok, bool(sp), a + lead, b + lead)
+                        for i, tok, sp, (a, b) in zip(e.ids, e.tokens, e.special_tokens_mask, e.offsets)])
+        return out
+
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Tokens per text including the special tokens ([CLS], [SEP]), untruncated.
 

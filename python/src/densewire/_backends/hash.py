@@ -54,6 +54,7 @@ class HashBackend(Backend):
         # tokens are whitespace-separated words; a cut after max_tokens * 16 characters is checked
         # by counting (server/limits.py), so longer words are still never cut short
         self.max_chars_per_token = 16
+        self.tokens_are_words = True
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Whitespace-separated words per text."""

@@ -3,8 +3,11 @@
 ``create_app(config)`` builds it; the model is loaded (in a thread) and the caches started in the
 lifespan, before uvicorn accepts connections. Routes:
 
-* ``POST /v1/embeddings``: OpenAI-compatible embeddings, negotiated response (SPEC.md 6 and 12);
-* ``GET /v1/models``, ``GET /v1/models/{id}``: the served model, with its quantization ranges;
+* ``POST /v1/embeddings``: OpenAI-compatible embeddings, negotiated response (SPEC.md 6 and 12), and
+  vLLM's dialect of it (vllm.py);
+* ``POST /embed`` (and ``POST /``), ``POST /tokenize``, ``GET /info``: TEI's routes; ``POST /v2/embed``:
+  Cohere's; ``POST /api/embed``, ``POST /api/embeddings``: Ollama's (dialects.py, SPEC.md 6.4);
+* ``GET /v1/models``, ``GET /v1/models/{id}``: the served model names, with their quantization ranges;
 * ``GET /v1/quantization/{id}``: the ranges of int8/uint8 answers by id (quantization.py, SPEC.md 17.6);
 * ``GET /v1/tables``, ``GET``/``HEAD /v1/tables/{name}``: tables, pre-serialized (tables.py, SPEC.md 15.9);
 * ``/demo/``: the demo page (static files);
@@ -26,63 +29,47 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, AsyncIterator
 
-import numpy as np
 import orjson
 from starlette.applications import Starlette
-from starlette.background import BackgroundTask
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.types import Message, Send
 
 from densewire import (
     DensewireError,
-    RateLimitedError,
-    Embeddings,
-    InvalidFieldError,
     MethodNotAllowedError,
     NotFoundError,
     UnauthorizedError,
     UnavailableError,
-    UnsupportedMediaTypeError,
-    Usage,
 )
 from densewire._backends.blas import limit_blas_threads
 from densewire._backends.registry import load_backend
 
-from .admission import Admission, ClientGone, ShuttingDown, Ticket, await_while_connected
-from .compression import read_body
+from .admission import Admission, Ticket
 from .config import ServerConfig, config_from_env, validate
+from .dialects import cohere_embed, ollama_embed, ollama_embeddings, tei_embed, tei_info, tei_tokenize
 from .embedder import Embedder
 from .errorlog import ErrorLogMiddleware
 from .lifecycle import Lifecycle
-from .limits import TRIM_AFTER_BYTES, release_memory
 from .logs import configure_logging, log
 from .metrics import CONTENT_TYPE_LATEST, Metrics
-from .negotiation import VARY, negotiate_encoding, negotiate_format
+from .negotiation import VARY
 from .openapi import build_openapi
-from .quantization import LazyQuantizer, answer_dtype, calibrates_at_load
+from .quantization import LazyQuantizer, calibrates_at_load
 from .pages import DocsFiles, docs, home, ready_block
-from .request import EmbeddingsRequest, parse_embeddings_request
-from .responses import RESPONSE_CLASSES, ErrorResponse, render_embeddings
+from .pipeline import Call, _parse, _state, run_call
+from .responses import ErrorResponse
 from .tables.config import table_specs
 from .tables.registry import TableRegistry
 from .tables.routes import DemoFiles, get_table, list_tables
+from .vllm import check_vllm_format, render_vllm_bytes, render_vllm_json, vllm_id
 
 __all__ = ["create_app", "app_from_env", "ServerState"]
-
-#: Encoding cost per vector element, relative to copying it, by format; an encoding whose
-#: estimated cost (elements x factor) reaches _THREAD_ENCODE_COST runs in the CPU pool, cheaper
-#: ones on the event loop (a hop to a thread costs more than copying a few megabytes).
-_ENCODE_FACTOR = {"raw": 0, "msgpack": 1, "protobuf": 1, "arrow": 2, "base64": 4, "float": 200}
-_THREAD_ENCODE_COST = 4 << 20
-_COMPRESS_FACTOR = 50
-#: Request bodies from this size on are parsed in the CPU pool.
-_THREAD_PARSE_BYTES = 256 * 1024
 
 
 class ServerState:
@@ -192,166 +179,36 @@ def _engine_fields(e: Embedder) -> dict[str, Any]:
             "execution_provider": getattr(e.backend, "execution_provider", None)}
 
 
-def _state(request: Request) -> ServerState:
-    return request.app.state.densewire
-
-
-def _internal_error(exc: BaseException) -> Response:
-    log.exception("unexpected error", exc_info=exc)
-    return ErrorResponse(DensewireError(f"internal server error ({type(exc).__name__})"))
-
-
-def _encode_cost(fmt: str, encoding_format: str, nbytes: int, content_encoding: str | None) -> int:
-    key = encoding_format if fmt == "json" else fmt
-    cost = nbytes * _ENCODE_FACTOR[key]
-    if content_encoding is not None:
-        cost += nbytes * _COMPRESS_FACTOR
-    return cost
-
-
-def _check_content_type(value: str | None) -> None:
-    if value is None:
-        return  # curl -d without -H; the body must still be JSON
-    media = value.split(";", 1)[0].strip().lower()
-    if media == "application/json" or (media.startswith("application/") and media.endswith("+json")):
-        return
-    raise UnsupportedMediaTypeError(
-        f"{value[:100]!r} is not supported; send application/json",
-        field="Content-Type")
-
-
 async def embeddings(request: Request) -> Response:
-    """``POST /v1/embeddings``: a pipeline of steps, each owning one concern; a step refuses a request
-    by raising a ``DensewireError`` (answered with the OpenAI error envelope)."""
-    st = _state(request)
-    t0 = time.perf_counter()
-    fmt = "json"
-    ticket: Ticket | None = None
-    try:
-        service = _authorize(st, request)
-        ticket = st.admit()
-        fmt = negotiate_format(request.headers.get("accept"), request.query_params.get("format"))
-        content_encoding = negotiate_encoding(request.headers.get("accept-encoding"))
-        async with asyncio.timeout(ticket.remaining()):
-            body = await _read_body(st.cfg, request)
-            req = await _parse(st.cfg, service, body)
-        vectors, prompt_tokens = await await_while_connected(
-            _embed(service, req, st.metrics), request.receive, ticket, st.lifecycle.expired)
-        emb = await _to_embeddings(service, req, vectors, prompt_tokens)
-        response = await _render(st.cfg, service, emb, req, fmt, content_encoding)
-        if max(len(body), len(response.body)) >= TRIM_AFTER_BYTES:
-            response.background = BackgroundTask(release_memory)  # after the response is sent
-        ticket.release(completed=True)
-    except DensewireError as err:
-        response = ErrorResponse(err, _error_headers(st, err))
-    except TimeoutError:
-        response = ErrorResponse(st.admission.timed_out(), {"Retry-After": str(st.admission.retry_after())})
-    except ShuttingDown:
-        response = ErrorResponse(UnavailableError("the server is shutting down; retry on another replica"),
-                                 {"Connection": "close", "Retry-After": "1"})
-    except (ClientDisconnect, ClientGone):
-        st.metrics.admission_rejections.labels("disconnected").inc()
-        st.metrics.requests.labels("/v1/embeddings", "499", fmt).inc()
-        return Response(status_code=400)
-    except Exception as exc:  # noqa: BLE001 - a bug must still answer with the envelope
-        response = _internal_error(exc)
-    finally:
-        if ticket is not None:
-            ticket.release()
-    _record(st.metrics, fmt, response, t0)
-    return response
+    """``POST /v1/embeddings``: OpenAI's request and response (SPEC.md 6), densewire's formats by Accept,
+    and vLLM's dialect (vllm.py)."""
+
+    async def handle(call: Call) -> Response:
+        fmt, content_encoding = call.negotiate()
+        body = await call.body()
+        req = await _parse(call.st.cfg, call.service, body)
+        if req.vllm:
+            check_vllm_format(req, fmt)
+        vectors, prompt_tokens = await call.embed(req)
+        emb = await call.embeddings(req, vectors, prompt_tokens)
+        if req.encoding_format in ("bytes", "bytes_only"):
+            call.fmt = "raw"
+            out, headers = render_vllm_bytes(emb, vectors, req, vllm_id(req, request.headers.get("x-request-id")))
+            return call.prepared(out, headers, content_encoding, "application/octet-stream")
+        if req.vllm and fmt == "json":
+            out = render_vllm_json(emb, vectors, req, vllm_id(req, request.headers.get("x-request-id")))
+            return call.prepared(out, {"Content-Type": "application/json"}, content_encoding)
+        # SPEC.md 6.1: byteorder is only meaningful for Base64 strings; numbers and binary bodies are
+        # little-endian always, and their responses say so (byteorder field, Densewire-Byteorder)
+        byteorder = req.byteorder if fmt == "json" and req.encoding_format == "base64" else "little"
+        return await call.render(emb, fmt, content_encoding, encoding_format=req.encoding_format,
+                                 byteorder=byteorder)
+
+    return await run_call(request, "/v1/embeddings", handle)
 
 
-def _error_headers(st: ServerState, err: DensewireError) -> dict[str, str]:
-    """``Retry-After`` on a 429; ``Connection: close`` on the 503 of a draining server."""
-    if isinstance(err, RateLimitedError):
-        return {"Retry-After": str(st.admission.retry_after())}
-    if isinstance(err, UnavailableError) and st.lifecycle.draining:
-        return {"Connection": "close", "Retry-After": "1"}
-    return {}
-
-
-def _authorize(st: ServerState, request: Request) -> Embedder:
-    """Auth: the API key (401), then a loaded model (503)."""
-    st.check_auth(request)
-    return st.require_embedder()
-
-
-async def _read_body(cfg: ServerConfig, request: Request) -> bytes:
-    """Body reading: a JSON ``Content-Type`` (415), the body decompressed, at most ``--max-body-bytes`` (413)."""
-    _check_content_type(request.headers.get("content-type"))
-    return await read_body(
-        request.stream(), limit=cfg.max_body_bytes,
-        content_encoding=request.headers.get("content-encoding"),
-        content_length=request.headers.get("content-length"),
-    )
-
-
-async def _parse(cfg: ServerConfig, service: Embedder, body: bytes) -> EmbeddingsRequest:
-    """Parsing: the OpenAI request (in the CPU pool when large), naming a model served here (404)."""
-    parse = partial(parse_embeddings_request, body, max_inputs=cfg.max_client_batch_size,
-                    native_dimensions=service.dimensions)
-    req = parse() if len(body) < _THREAD_PARSE_BYTES else await service.in_cpu_pool(parse)
-    if req.model is not None and req.model not in service.aliases:
-        raise NotFoundError(
-            f"{req.model!r} is not served here; this server serves {service.model_id!r}",
-            field="model")
-    return req
-
-
-async def _embed(service: Embedder, req: EmbeddingsRequest, m: Metrics) -> tuple[np.ndarray, int]:
-    """The model call: texts or token ids to float32 vectors, and the prompt tokens counted."""
-    max_tokens = service.max_tokens
-    if req.texts is not None:
-        vectors, counts = await service.embed_texts(req.texts, req.dimensions, truncate=req.truncate)
-    else:
-        counts = [len(s) for s in req.token_ids]  # type: ignore[union-attr]
-        if not req.truncate:
-            for i, c in enumerate(counts):
-                if c > max_tokens:
-                    raise InvalidFieldError(
-                        f"{c} tokens, more than the model's maximum of {max_tokens}; "
-                        f"shorten it or send truncate: true", field=f"input[{i}]")
-        vectors = await service.embed_token_ids(req.token_ids, req.dimensions)  # type: ignore[arg-type]
-    m.inputs.inc(len(counts))
-    return vectors, sum(min(c, max_tokens) for c in counts)
-
-
-async def _to_embeddings(service: Embedder, req: EmbeddingsRequest, vectors: np.ndarray,
-                         prompt_tokens: int) -> Embeddings:
-    """Conversion: the vectors in the requested dtype (SPEC.md 3; int8/uint8 quantized by SPEC.md 17,
-    named by their quantization id), with the model and usage."""
-    tensor, quantization = await answer_dtype(service, vectors, req.dtype, req.dimensions)
-    return Embeddings(tensor, model=service.model_id, usage=Usage(prompt_tokens, prompt_tokens),
-                      quantization=quantization.id if quantization is not None else None)
-
-
-async def _render(cfg: ServerConfig, service: Embedder, emb: Embeddings, req: EmbeddingsRequest, fmt: str,
-                  content_encoding: str | None) -> Response:
-    """Rendering: the negotiated format and content coding, in the CPU pool when costly."""
-    # SPEC.md 6.1: byteorder is only meaningful for Base64 strings; numbers and binary bodies are
-    # little-endian always, and their responses say so (byteorder field, Densewire-Byteorder)
-    byteorder = req.byteorder if fmt == "json" and req.encoding_format == "base64" else "little"
-    render = partial(render_embeddings, emb, fmt, encoding_format=req.encoding_format,
-                     byteorder=byteorder, content_encoding=content_encoding,
-                     compress_min_bytes=cfg.compress_min_bytes)
-    if _encode_cost(fmt, req.encoding_format, emb.tensor.array.nbytes, content_encoding) >= _THREAD_ENCODE_COST:
-        out, headers = await service.in_cpu_pool(render)
-    else:
-        out, headers = render()
-    return RESPONSE_CLASSES[fmt].prepared(out, headers)
-
-
-def _record(m: Metrics, fmt: str, response: Response, t0: float) -> None:
-    """Metrics: the request by status and format, its latency, and the bytes of an answer."""
-    if response.status_code == 200:
-        m.bytes_out.labels(fmt, response.headers.get("content-encoding", "identity")).inc(len(response.body))
-    m.requests.labels("/v1/embeddings", str(response.status_code), fmt).inc()
-    m.latency.labels("/v1/embeddings").observe(time.perf_counter() - t0)
-
-
-def _model_card(e: Embedder, created: int) -> dict[str, Any]:
-    card = {"id": e.model_id, "object": "model", "created": created, "owned_by": "densewire",
+def _model_card(e: Embedder, created: int, name: str | None = None) -> dict[str, Any]:
+    card = {"id": name or e.model_id, "object": "model", "created": created, "owned_by": "densewire",
             "dimensions": e.dimensions, "max_tokens": e.max_tokens, **_engine_fields(e)}
     quantizer = e.quantization.value if e.quantization is not None else None
     if quantizer is not None:  # SPEC.md 17.6 (an upstream model's after its first int8/uint8 answer)
@@ -368,7 +225,7 @@ async def models(request: Request) -> Response:
     try:
         st.check_auth(request)
         e = st.require_embedder()
-        response = _json({"object": "list", "data": [_model_card(e, int(st.started_at))]})
+        response = _json({"object": "list", "data": [_model_card(e, int(st.started_at), n) for n in e.served_names]})
     except DensewireError as err:
         response = ErrorResponse(err)
     st.metrics.requests.labels("/v1/models", str(response.status_code), "json").inc()
@@ -382,13 +239,21 @@ async def model(request: Request) -> Response:
         e = st.require_embedder()
         wanted = request.path_params["model_id"]
         if wanted not in e.aliases:
-            raise NotFoundError(f"{wanted!r} is not served here; this server serves {e.model_id!r}",
+            raise NotFoundError(f"{wanted!r} is not served here; this server serves {e.names_text()}",
                                 field="model")
-        response = _json(_model_card(e, int(st.started_at)))
+        response = _json(_model_card(e, int(st.started_at), wanted if wanted in e.served_names else None))
     except DensewireError as err:
         response = ErrorResponse(err)
     st.metrics.requests.labels("/v1/models/{model}", str(response.status_code), "json").inc()
     return response
+
+
+async def root(request: Request) -> Response:
+    """``GET /``: the server's page; ``POST /``: TEI's /embed, at the root as TEI serves an embedding model
+    (where ``huggingface_hub.InferenceClient(model=URL)`` posts)."""
+    if request.method == "POST":
+        return await tei_embed(request)
+    return await home(request)
 
 
 _IMMUTABLE = "public, max-age=31536000, immutable"
@@ -475,7 +340,9 @@ async def openapi(request: Request) -> Response:
         model_id=e.model_id if e else None, dimensions=e.dimensions if e else None,
         max_inputs=st.cfg.max_client_batch_size, api_key=st.cfg.api_key is not None,
         vocab_size=_vocab_size(e.backend) if e else None, tables=st.tables.names,
-        public_tables=st.cfg.public_tables,
+        public_tables=st.cfg.public_tables, can_cut=e.can_cut if e else True,
+        tokenizer=hasattr(e.backend, "token_spans") if e else True, max_tokens=e.max_tokens if e else None,
+        quantize=getattr(e, "quantization", None) is not None if e else False, token_ids_mode=e.token_ids if e else "cl100k_base",
     )
     return _json(doc)
 
@@ -511,10 +378,16 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
             await state.stop()
 
     routes = [
-        Route("/", home, methods=["GET"]),
+        Route("/", root, methods=["GET", "POST"]),
         Route("/docs", docs, methods=["GET"]),
         Mount("/docs", app=DocsFiles()),
         Route("/v1/embeddings", embeddings, methods=["POST"]),
+        Route("/embed", tei_embed, methods=["POST"]),
+        Route("/tokenize", tei_tokenize, methods=["POST"]),
+        Route("/info", tei_info, methods=["GET"]),
+        Route("/v2/embed", cohere_embed, methods=["POST"]),
+        Route("/api/embed", ollama_embed, methods=["POST"]),
+        Route("/api/embeddings", ollama_embeddings, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", model, methods=["GET"]),
         Route("/v1/quantization/{id}", quantization, methods=["GET"]),

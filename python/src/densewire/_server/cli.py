@@ -17,7 +17,10 @@ __all__ = ["add_serve_command", "add_serve_arguments", "config_from_args", "run_
 
 _DESCRIPTION = """\
 Serve embeddings over an OpenAI-compatible HTTP API (POST /v1/embeddings, GET /v1/models),
-answering in JSON, raw bytes, MessagePack, Protobuf or Arrow as the client's Accept asks; and
+answering in JSON, raw bytes, MessagePack, Protobuf or Arrow as the client's Accept asks; in the
+dialects of other servers' clients too: vLLM's fields on /v1/embeddings (embed_dtype, endianness,
+encoding_format bytes), TEI's POST /embed, /tokenize and GET /info, Cohere's POST /v2/embed,
+Ollama's POST /api/embed and /api/embeddings; and
 tables (GET /v1/tables/NAME, from files, SQLite or PostgreSQL; the demo tables 'points' and
 'points_f32' by default) in seven formats, every one pre-serialized and pre-compressed.
 
@@ -40,6 +43,10 @@ def _argument_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return argument
 
 
+def _no_name() -> str:
+    raise ValueError("a model name must not be empty")
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     for s in SETTINGS:
         flag = "--" + s.name.replace("_", "-")
@@ -50,6 +57,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         elif s.flag_type == "append":
             parser.add_argument(flag, dest=s.name, action="append", default=None, metavar=s.metavar,
                                 help=help_text)
+        elif s.flag_type == "names":
+            parser.add_argument(flag, dest=s.name, action="extend", nargs="+", default=None, metavar=s.metavar,
+                                type=_argument_type(lambda text: text.strip() or _no_name()), help=help_text)
         else:
             parser.add_argument(flag, dest=s.name, type=_argument_type(s.parse), default=None, metavar=s.metavar,
                                 choices=s.choices, help=help_text)
@@ -76,7 +86,9 @@ def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = 
     """Defaults, overridden by ``DENSEWIRE_*`` variables, overridden by the flags given."""
     env = dict(os.environ if environ is None else environ)
     cfg = config_from_env(env)
-    changes = {s.name: (tuple(getattr(args, s.name)) if s.flag_type == "append" else getattr(args, s.name))
+    changes = {s.name: (tuple(getattr(args, s.name)) if s.flag_type == "append"
+                        else tuple(dict.fromkeys(getattr(args, s.name))) if s.flag_type == "names"
+                        else getattr(args, s.name))
                for s in SETTINGS if getattr(args, s.name, None) is not None}
     cfg = cfg.replace(**changes)
     options: dict[str, Any] = {}

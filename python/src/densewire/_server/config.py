@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
@@ -67,6 +68,11 @@ def _origins(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """Model names from a variable: comma- or whitespace-separated (``DENSEWIRE_SERVED_MODEL_NAME="a,b"``)."""
+    return tuple(dict.fromkeys(n for n in re.split(r"[,\s]+", text) if n))
+
+
 def _lines(text: str) -> tuple[str, ...]:
     """A repeatable flag's values from its variable: one a line."""
     return tuple(line.strip() for line in text.splitlines() if line.strip())
@@ -79,7 +85,8 @@ class Setting:
     help: str
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
-    flag_type: str = "value"  # or "bool" (--x / --no-x), or "append" (repeatable; the variable: one a line)
+    flag_type: str = "value"  # or "bool" (--x / --no-x), "append" (repeatable; the variable: one a line),
+    # or "names" (one or more values after the flag, as vLLM's --served-model-name; the variable: comma-separated)
 
 
 @dataclass
@@ -89,7 +96,9 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8000
     model: str = "minilm"
-    served_model_name: str | None = None
+    served_model_name: tuple[str, ...] = ()
+    accept_any_model: bool = False
+    token_ids: str | None = None  # None: cl100k_base, or model for a backend that forwards ids (upstream:)
     workers: int = 1
     redis_url: str | None = None
     redis_ttl: int = 7 * 24 * 3600
@@ -135,8 +144,17 @@ SETTINGS: tuple[Setting, ...] = (
             "a BERT-family model folder, a Hugging Face id such as BAAI/bge-small-en-v1.5 (from the "
             "local Hugging Face cache, downloaded when online), 'hash:DIM', 'st:NAME' or 'upstream:URL'",
             "SPEC"),
-    Setting("served_model_name", _opt_str, "model id to publish in /v1/models and responses "
-            "(default: the backend's name)", "NAME"),
+    Setting("served_model_name", _names, "model names to serve, one or more (as vLLM's flag): the first is the id "
+            "in responses; each is listed by /v1/models and accepted as 'model' (default: the backend's name)",
+            "NAME", flag_type="names"),
+    Setting("accept_any_model", _bool, "answer a request naming any 'model' with the served model, for clients "
+            "that hard-code text-embedding-ada-002 or text-embedding-3-small (default off: an unknown model is a 404 "
+            "that lists the served names)", flag_type="bool"),
+    Setting("token_ids", _opt_str, "how token-id input of /v1/embeddings is read: cl100k_base (the default for a local "
+            "model: ids are decoded with OpenAI's cl100k_base vocabulary, shipped with densewire, as LangChain's "
+            "OpenAIEmbeddings sends them, and the text is embedded with the model's own tokenizer), model (the ids "
+            "are the model's own tokenizer's; the default for upstream:), or reject (a 422 that names LangChain's "
+            "check_embedding_ctx_length setting)", "MODE", choices=("cl100k_base", "model", "reject")),
     Setting("workers", int, "worker processes, each with its own model and in-process cache "
             "(default 1)", "N"),
     Setting("redis_url", _opt_str, "Redis URL for a vector cache shared by replicas, "
@@ -240,6 +258,8 @@ def config_to_env(cfg: ServerConfig) -> dict[str, str]:
             out[env_name(s.name)] = ""
         elif s.flag_type == "append":
             out[env_name(s.name)] = "\n".join(value)
+        elif s.flag_type == "names":
+            out[env_name(s.name)] = ",".join(value)
         elif isinstance(value, bool):
             out[env_name(s.name)] = "true" if value else "false"
         elif isinstance(value, tuple):
@@ -289,6 +309,8 @@ def validate(cfg: ServerConfig) -> None:
     for name, ok, why in checks:
         if not ok:
             raise ValueError(f"--{name.replace('_', '-')} {why} (got {getattr(cfg, name)!r})")
+    if cfg.token_ids not in (None, "cl100k_base", "model", "reject"):
+        raise ValueError(f"--token-ids must be cl100k_base, model or reject (got {cfg.token_ids!r})")
     if cfg.prewarm_interval and not cfg.prewarm:
         raise ValueError("--prewarm-interval needs --prewarm FILE")
     parse_compression(cfg.table_compression)

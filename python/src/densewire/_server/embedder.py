@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from densewire import InvalidFieldError, UnavailableError
+from densewire import InvalidFieldError, NotFoundError, UnavailableError
 
 from .batcher import MicroBatcher
 from .cache import MemoryCache, RedisCache, redis_key
@@ -59,8 +59,16 @@ class Embedder:
         self.backend = backend
         self.cfg = cfg
         self.metrics = metrics
-        self.model_id: str = cfg.served_model_name or backend.name
-        self.aliases = {self.model_id, backend.name, cfg.model}
+        names = cfg.served_model_name
+        if isinstance(names, str):  # ServerConfig(served_model_name="x") from library code
+            names = (names,)
+        #: the names clients may send as ``model`` and /v1/models lists; the first is the id in responses
+        self.served_names: tuple[str, ...] = tuple(dict.fromkeys(names)) or (backend.name,)
+        self.model_id: str = self.served_names[0]
+        self.aliases = {*self.served_names, backend.name, cfg.model}
+        self.accept_any_model = cfg.accept_any_model
+        #: how token-id input is read (--token-ids; tokenids.py): an upstream gets the ids as sent
+        self.token_ids = cfg.token_ids or ("model" if type(backend).__name__ == "UpstreamBackend" else "cl100k_base")
         self.dimensions = int(backend.dimensions)
         self.max_tokens = int(backend.max_tokens)
         self.char_bound = char_bound(backend)  # texts longer than this are cut first (limits.py)
@@ -85,6 +93,21 @@ class Embedder:
         self.prewarm_state: dict[str, Any] = {"file": cfg.prewarm, "texts": 0, "runs": 0, "last_seconds": None}
         #: the model's quantization ranges (quantization.LazyQuantizer), set by the server when the model loads
         self.quantization: Any = None
+
+    @property
+    def can_cut(self) -> bool:
+        """Whether inputs can be cut at a number of tokens, at either end (embed_texts_cut)."""
+        return hasattr(self.backend, "split_tokens") or bool(getattr(self.backend, "tokens_are_words", False))
+
+    def check_model(self, model: str | None, field: str = "model") -> None:
+        """A ``NotFoundError`` (404) naming the served names, unless ``model`` is absent, served here, or
+        ``--accept-any-model`` is on."""
+        if model is None or model in self.aliases or self.accept_any_model:
+            return
+        raise NotFoundError(f"{model!r} is not served here; this server serves {self.names_text()}", field=field)
+
+    def names_text(self) -> str:
+        return ", ".join(repr(n) for n in self.served_names)
 
     def _redis_state(self, up: bool) -> None:
         self.metrics.redis_up.set(1 if up else 0)
@@ -278,6 +301,28 @@ class Embedder:
             self._update_cache_gauges()
 
         return _rows([found[t] for t in texts], d), [counts[t] for t in texts]
+
+    async def embed_texts_cut(self, texts: list[str], dims: int | None, limit: int | None, side: str,
+                              field: str) -> tuple[np.ndarray, list[int]]:
+        """Embed texts cut to ``limit`` tokens (special tokens included; None: the model's maximum),
+        keeping the first tokens (``side`` "right") or the last ("left"); ``(vectors, token counts)``.
+        Not cached. A model without a tokenizer of its own is an ``InvalidFieldError`` on ``field``."""
+        split = getattr(self.backend, "split_tokens", None)
+        if split is None and getattr(self.backend, "tokens_are_words", False):
+            keep = min(limit or self.max_tokens, self.max_tokens)
+            words = [t.split() for t in texts]
+            cut_texts = [" ".join(w[:keep] if side == "right" else w[len(w) - keep:]) for w in words]
+            vectors, _ = await self.embed_texts(cut_texts, dims)
+            return vectors, [min(len(w), keep) for w in words]
+        if split is None:
+            raise InvalidFieldError(f"the model {self.model_id} cannot cut its inputs at a number of tokens or "
+                                    f"from the start (no tokenizer of its own)", field=field)
+        ids = await self.in_cpu_pool(split, texts)
+        special = int(self.backend.special_token_count)
+        keep = max(0, min(limit or self.max_tokens, self.max_tokens) - special)
+        cut = [seq[:keep] if side == "right" else seq[len(seq) - keep:] for seq in ids]
+        vectors = await self.embed_token_ids(cut, dims)
+        return vectors, [len(c) + special for c in cut]
 
     async def _wait_chunks(self, futures: list[asyncio.Future]) -> None:
         """Wait for the model calls of these chunks; a request that stops waiting (cancelled: its

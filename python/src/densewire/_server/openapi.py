@@ -11,7 +11,7 @@ from densewire import FORMATS, MEDIA_TYPES, TABLE_FORMATS, TABLE_MEDIA_TYPES
 from densewire._formats import MEDIA_TYPE_ALIASES
 from densewire._tables import TABLE_MEDIA_TYPE_ALIASES
 
-from .request import SERVED_DTYPES
+from .request import EMBED_DTYPES, ENCODING_FORMATS, ENDIANNESS, SERVED_DTYPES
 
 __all__ = ["build_openapi"]
 
@@ -125,17 +125,203 @@ def _table_paths(tables: list[str], security: list[Any], auth_errors: dict[str, 
     }
 
 
+def _dialect_error(description: str, schema: str) -> dict[str, Any]:
+    return {"description": description,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}}
+
+
+_DIALECT_SCHEMAS = {
+    "TeiError": {"type": "object", "required": ["error", "error_type"],
+                 "properties": {"error": {"type": "string"}, "error_type": {"type": "string"}}},
+    "CohereError": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
+    "OllamaError": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
+}
+
+
+def _dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any], text: dict[str, Any],
+                   security: list[Any], auth_errors: dict[str, Any], can_cut: bool, tokenizer: bool,
+                   max_tokens: int | None, quantize: bool) -> dict[str, Any]:
+    """TEI's, Cohere's and Ollama's routes (dialects.py, SPEC.md 6.4). A model that cannot cut inputs at
+    either end (no tokenizer of its own) is documented without the values that ask for it; a model without
+    a tokenizer to show has no /tokenize."""
+    binary = {MEDIA_TYPES[f]: _BINARY for f in FORMATS[1:]}
+    rows = {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}
+
+    def errors(schema: str, **codes: str) -> dict[str, Any]:
+        out = {code.removeprefix("s"): _dialect_error(why, schema) for code, why in codes.items()}
+        if auth_errors:
+            out["401"] = _dialect_error("missing or wrong API key", schema)
+        return out
+
+    tei_errors = errors("TeiError", s400="empty inputs (Empty), malformed JSON", s406="no acceptable media type",
+                        s413="too many inputs or an input too long with truncate false (Validation); "
+                             "a body too large", s415="unsupported Content-Type",
+                        s422="a field of the wrong type or out of range, or a prompt_name", s429="overloaded",
+                        s503="the model is not ready")
+    tei_request = {
+        "type": "object", "required": ["inputs"],
+        "properties": {
+            "inputs": {"anyOf": [text, {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": text},
+                                 token_ids,
+                                 {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": token_ids}]},
+            "truncate": {"type": "boolean", "nullable": True, "default": True},
+            "truncation_direction": {"type": "string", "nullable": True,
+                                     "enum": [*(["Left", "Right", "left", "right"] if can_cut else ["Right", "right"]),
+                                              None]},
+            "normalize": {"type": "boolean", "default": True, "nullable": True},
+            "dimensions": {"type": "integer", "minimum": 1, "maximum": max_dims, "nullable": True},
+            "prompt_name": {"type": "string", "nullable": True, "enum": [None],
+                            "description": "the model defines no prompts: only null"},
+        },
+    }
+    tei_embed = {
+        "security": security,
+        "requestBody": {"required": True, "content": {"application/json": {"schema": tei_request}}},
+        "responses": {"200": {"description": "one array of numbers per input (or a densewire format by Accept)",
+                              "content": {"application/json": {"schema": rows}, **binary}},
+                      **tei_errors},
+    }
+    token = {"type": "object", "required": ["id", "text", "special", "start", "stop"],
+             "properties": {"id": {"type": "integer"}, "text": {"type": "string"}, "special": {"type": "boolean"},
+                            "start": {"type": "integer", "nullable": True},
+                            "stop": {"type": "integer", "nullable": True}}}
+    cohere_types = ["float", *(["int8", "uint8"] if quantize else []), "binary", "ubinary", "base64"]
+    cohere_request = {
+        "type": "object", "additionalProperties": False, "required": ["texts"],
+        "properties": {
+            "texts": {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": text},
+            "model": {"type": "string", "nullable": True},
+            "input_type": {"type": "string", "nullable": True,
+                           "enum": ["search_document", "search_query", "classification", "clustering", None]},
+            "embedding_types": {"type": "array", "minItems": 1, "nullable": True,
+                                "items": {"type": "string", "enum": cohere_types}},
+            "output_dimension": {"type": "integer", "minimum": 1, "maximum": max_dims, "nullable": True},
+            "max_tokens": {"type": "integer", "minimum": 1 if can_cut or not max_tokens else max_tokens,
+                           "maximum": 0xFFFFFFFF, "nullable": True},
+            "truncate": {"type": "string", "nullable": True,
+                         "enum": [*(["NONE", "START", "END"] if can_cut else ["NONE", "END"]), None], "default": "END"},
+            "priority": {"type": "integer", "nullable": True},
+        },
+    }
+    cohere_response = {
+        "type": "object", "required": ["id", "embeddings", "meta"],
+        "properties": {"id": {"type": "string"}, "texts": {"type": "array", "items": {"type": "string"}},
+                       "embeddings": {"type": "object", "properties": {
+                           k: ({"type": "array", "items": {"type": "string"}} if k == "base64" else rows)
+                           for k in cohere_types}},
+                       "meta": {"type": "object"}, "response_type": {"type": "string"}},
+    }
+    ollama_model = {"type": "string", "minLength": 1, "description": "a served name (':latest' may follow)"}
+    keep_alive = {"nullable": True, "anyOf": [{"type": "string"}, {"type": "number"}]}
+    ollama_errors = errors("OllamaError", s400="a field missing, of the wrong type or out of range, an input too "
+                           "long with truncate false", s404="unknown model", s406="no acceptable media type",
+                           s413="body too large", s415="unsupported Content-Type", s429="overloaded",
+                           s503="the model is not ready")
+    paths = {
+        "/": {"get": {"operationId": "home", "security": [],
+                      "responses": {"200": {"description": "the server's own page",
+                                            "content": {"text/html": {"schema": {"type": "string"}}}}}},
+              "post": {"operationId": "teiRoot", "description": "TEI's /embed at the root, as TEI serves it",
+                       **tei_embed}},
+        "/embed": {"post": {"operationId": "teiEmbed", **tei_embed}},
+        "/tokenize": {"post": {
+            "operationId": "teiTokenize", "security": security,
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["inputs"],
+                "properties": {"inputs": {"anyOf": [{"type": "string"}, {"type": "array", "minItems": 1,
+                                                                         "maxItems": max_inputs,
+                                                                         "items": {"type": "string"}}]},
+                               "add_special_tokens": {"type": "boolean", "default": True, "nullable": True}}}}}},
+            "responses": {"200": {"description": "the tokens of each input; start/stop are byte offsets",
+                                  "content": {"application/json": {"schema": {
+                                      "type": "array", "items": {"type": "array", "items": token}}}}},
+                          **errors("TeiError", s400="malformed JSON", s413="too many inputs; a body too large",
+                                   s415="unsupported Content-Type",
+                                   s422="a field of the wrong type, or a model without a tokenizer (Tokenizer)",
+                                   s429="overloaded", s503="the model is not ready")},
+        }},
+        "/info": {"get": {
+            "operationId": "teiInfo", "security": security,
+            "responses": {"200": {"description": "TEI's Info", "content": {"application/json": {"schema": {
+                "type": "object", "required": ["model_id", "max_input_length", "max_client_batch_size"],
+                "properties": {"model_id": {"type": "string"}, "max_input_length": {"type": "integer"},
+                               "max_client_batch_size": {"type": "integer"}}}}}},
+                          **errors("TeiError", s503="the model is not ready")},
+        }},
+        "/v2/embed": {"post": {
+            "operationId": "cohereEmbed", "security": security,
+            "requestBody": {"required": True, "content": {"application/json": {"schema": cohere_request}}},
+            "responses": {"200": {"description": "embeddings by type (or one type in a densewire format by Accept)",
+                                  "content": {"application/json": {"schema": cohere_response}, **binary}},
+                          **errors("CohereError", s400="a field missing, unknown, of the wrong type or out of range",
+                                   s404="unknown model", s406="no acceptable media type, or a binary format "
+                                   "with several embedding types", s413="body too large",
+                                   s415="unsupported Content-Type",
+                                   s422="int8/uint8 when the server does not quantize", s429="overloaded",
+                                   s503="the model is not ready")},
+        }},
+        "/api/embed": {"post": {
+            "operationId": "ollamaEmbed", "security": security,
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["model"],
+                "properties": {"model": ollama_model,
+                               "input": {"nullable": True,
+                                         "anyOf": [{"type": "string"},
+                                                   {"type": "array", "maxItems": max_inputs,
+                                                    "items": {"type": "string"}}]},
+                               "truncate": {"type": "boolean", "default": True, "nullable": True},
+                               "dimensions": {"type": "integer", "minimum": 1, "maximum": max_dims, "nullable": True},
+                               "options": {"type": "object", "nullable": True}, "keep_alive": keep_alive}}}}},
+            "responses": {"200": {"description": "L2-normalised vectors, one per input",
+                                  "content": {"application/json": {"schema": {
+                                      "type": "object", "required": ["model", "embeddings"],
+                                      "properties": {"model": {"type": "string"}, "embeddings": rows,
+                                                     "total_duration": {"type": "integer"},
+                                                     "load_duration": {"type": "integer"},
+                                                     "prompt_eval_count": {"type": "integer"}}}}, **binary}},
+                          **ollama_errors},
+        }},
+        "/api/embeddings": {"post": {
+            "operationId": "ollamaEmbeddings", "security": security,
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["model"],
+                "properties": {"model": ollama_model, "prompt": {"type": "string", "nullable": True},
+                               "options": {"type": "object", "nullable": True}, "keep_alive": keep_alive}}}}},
+            "responses": {"200": {"description": "one vector ([] for an empty prompt)",
+                                  "content": {"application/json": {"schema": {
+                                      "type": "object", "required": ["embedding"],
+                                      "properties": {"embedding": {"type": "array", "items": {"type": "number"}}}}},
+                                      **binary}},
+                          **ollama_errors},
+        }},
+    }
+    if not tokenizer:
+        del paths["/tokenize"]
+    return paths
+
+
 def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: int, api_key: bool,
                   vocab_size: int | None = None, tables: list[str] | None = None,
-                  public_tables: bool = False) -> dict[str, Any]:
+                  public_tables: bool = False, can_cut: bool = True, tokenizer: bool = True,
+                  max_tokens: int | None = None, quantize: bool = False,
+                  token_ids_mode: str = "model") -> dict[str, Any]:
     max_dims = dimensions or 65536
     text = {"type": "string", "minLength": 1}
     token_ids = {"type": "array", "minItems": 1,
                  "items": {"type": "integer", "minimum": 0, "maximum": (vocab_size or (1 << 32)) - 1}}
+    # /v1/embeddings reads token ids as --token-ids says: cl100k_base's ids (0-100255), the model's own,
+    # or none at all
+    openai_ids = ({"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0, "maximum": 100255}}
+                  if token_ids_mode == "cl100k_base" else token_ids)
+    openai_inputs = [text, {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": text}]
+    if token_ids_mode != "reject":
+        openai_inputs += [openai_ids, {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": openai_ids}]
     optional = {
         "model": {"type": "string", "description": "model id from GET /v1/models; default: the served model"
                   + (f" ({model_id})" if model_id else "")},
-        "encoding_format": {"type": "string", "enum": ["float", "base64"], "default": "float"},
+        "encoding_format": {"type": "string", "enum": list(ENCODING_FORMATS), "default": "float",
+                            "description": "float or base64 (OpenAI's); bytes or bytes_only: vLLM's binary response "
+                                           "(application/octet-stream, with or without the metadata header)"},
         "dimensions": {"type": "integer", "minimum": 1, "maximum": max_dims,
                        "description": "cut each vector to this many dimensions, then L2-normalise"},
         "user": {"type": "string", "description": "accepted and ignored"},
@@ -148,6 +334,27 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
         "truncate": {"type": "boolean", "default": True,
                      "description": "cut inputs longer than the model's maximum tokens; false: such an "
                                     "input is a 422 error"},
+        # vLLM's fields (SPEC.md 6.3)
+        "embed_dtype": {"type": "string", "enum": list(EMBED_DTYPES),
+                        "description": "vLLM: the row type of base64 and bytes (float numbers stay float32); "
+                                       "must agree with dtype when both are sent"},
+        "endianness": {"type": "string", "enum": list(ENDIANNESS),
+                       "description": "vLLM: byte order of base64 and bytes rows (native: the server's); must "
+                                      "agree with byteorder when both are sent"},
+        "truncate_prompt_tokens": {"type": "integer", "minimum": -1, "not": {"enum": [0]},
+                                   **({} if can_cut else {"enum": [-1]}),
+                                   "description": "vLLM: cut each input to this many tokens (-1: as if absent, "
+                                                  "the model's maximum, or an error with truncate: false)"},
+        "truncation_side": {"type": "string", "enum": ["left", "right"] if can_cut else ["right"],
+                            "description": "vLLM: left keeps the last tokens of a cut input, right the first"},
+        "request_id": {"type": "string", "description": "vLLM: the response id is embd-<request_id>"},
+        "priority": {"type": "integer", "enum": [0], "description": "vLLM: only 0 (no priority scheduling)"},
+        "add_special_tokens": {"type": "boolean", "enum": [True], "description": "vLLM: only true"},
+        "use_activation": {"type": "boolean", "enum": [True], "description": "vLLM: only true"},
+        "normalize": {"type": "boolean", "enum": [True], "description": "vLLM (older name): only true"},
+        "padding": {"type": "string", "enum": ["do_not_pad"], "description": "vLLM: only do_not_pad"},
+        "cache_salt": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "vLLM: accepted, ignored"},
+        "mm_processor_kwargs": {"type": "object", "description": "vLLM: accepted, ignored (text only)"},
     }
     request_schema = {
         "type": "object",
@@ -157,12 +364,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
             "input": {
                 "description": "a text, an array of texts, an array of token ids, or an array of arrays of "
                                "token ids; at most max inputs, none empty",
-                "anyOf": [
-                    text,
-                    {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": text},
-                    token_ids,
-                    {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": token_ids},
-                ],
+                "anyOf": openai_inputs,
             },
             **{name: _nullable(schema) for name, schema in optional.items()},
         },
@@ -187,8 +389,11 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
             "data": {"type": "array", "items": embedding_item},
             "model": {"type": "string"},
             "usage": usage,
-            "dtype": {"type": "string", "enum": list(SERVED_DTYPES)},
+            "dtype": {"type": "string", "enum": [*SERVED_DTYPES, "fp8_e4m3", "fp8_e5m2"],
+                      "description": "fp8 only in vLLM's dialect (embed_dtype)"},
             "byteorder": {"type": "string", "enum": ["little", "big"]},
+            "id": {"type": "string", "description": "vLLM's dialect: embd-<request_id>"},
+            "created": {"type": "integer", "description": "vLLM's dialect"},
             "dimensions": {"type": "integer", "minimum": 1},
             "quantization": {"type": "string", "description": "int8/uint8 responses: the id of the ranges "
                              "(GET /v1/quantization/{id})"},
@@ -396,6 +601,10 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
             },
         },
     }
+    doc["paths"].update(_dialect_paths(max_inputs=max_inputs, max_dims=max_dims, token_ids=token_ids, text=text,
+                                       security=security, auth_errors=auth_errors, can_cut=can_cut,
+                                       tokenizer=tokenizer, max_tokens=max_tokens, quantize=quantize))
+    doc["components"]["schemas"].update(_DIALECT_SCHEMAS)
     doc["paths"].update(_table_paths(list(tables or []), [] if public_tables else security,
                                      {} if public_tables else auth_errors))
     if api_key:

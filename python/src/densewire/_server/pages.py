@@ -35,10 +35,17 @@ _HOME = string.Template((STATIC_DIR / "home.html").read_text(encoding="utf-8"))
 
 #: What each route does, for the page and the log (a route missing here is still listed).
 _ABOUT = {
-    "/": "this page",
+    "/": "this page (GET); TEI's /embed (POST), where huggingface_hub's InferenceClient(model=URL) posts",
     "/docs": "interactive API documentation (Swagger UI over /openapi.json)",
-    "/v1/embeddings": "OpenAI-compatible embeddings; JSON, raw, MessagePack, Protobuf or Arrow by Accept",
-    "/v1/models": "the served model",
+    "/v1/embeddings": "OpenAI-compatible embeddings (and vLLM's embed_dtype, endianness, bytes); JSON, raw, "
+                      "MessagePack, Protobuf or Arrow by Accept",
+    "/embed": "TEI's embeddings: {\"inputs\": [...]} -> [[...]]",
+    "/tokenize": "TEI's tokenizer view: ids, tokens and byte offsets",
+    "/info": "TEI's model and limits",
+    "/v2/embed": "Cohere's embeddings: float, int8, uint8, binary, ubinary, base64",
+    "/api/embed": "Ollama's embeddings",
+    "/api/embeddings": "Ollama's older single-prompt embeddings",
+    "/v1/models": "the served model names",
     "/v1/models/{model_id:path}": "one model",
     "/v1/quantization/{id}": "the ranges of int8/uint8 answers, by id (immutable)",
     "/v1/tables": "the served tables, with their build state",
@@ -59,7 +66,7 @@ def _routes(routes: Iterable[BaseRoute]) -> list[tuple[str, str, str]]:
     for r in routes:
         if isinstance(r, Route):
             methods = ", ".join(sorted(m for m in (r.methods or ()) if m != "HEAD")) or "GET"
-            out.append((methods, _CONVERTER.sub("}", r.path), _ABOUT.get(r.path, "")))
+            out.append((methods, _CONVERTER.sub("}", r.path), _ABOUT.get(f"{methods} {r.path}", _ABOUT.get(r.path, ""))))
         elif isinstance(r, Mount):
             if r.path == "/docs":
                 continue  # the assets of /docs
@@ -151,7 +158,8 @@ async def home(request: Request) -> Response:
         f"response = client.embeddings.create(model=\"{model}\", input=[\"hello\", \"world\"])\n"
         "print(len(response.data[0].embedding))")
     rows = "\n".join(
-        f"<tr><td>{html.escape(m)}</td><td><code>{_link(p)}</code></td><td>{html.escape(what)}</td></tr>"
+        f"<tr><td>{html.escape(m)}</td><td><code>{_link(p) if 'GET' in m.split(', ') else html.escape(p)}</code>"
+        f"</td><td>{html.escape(what)}</td></tr>"
         for m, p, what in _routes(request.app.routes))
     tables = st.tables.names
     page = _HOME.substitute(

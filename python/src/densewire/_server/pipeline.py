@@ -1,0 +1,295 @@
+"""The pipeline every embeddings route shares (``POST /v1/embeddings`` and the other servers' routes of
+dialects.py): :func:`run_call` runs auth, admission, the route's handler and the metrics, and answers
+every failure in the route's own error envelope; a handler gets a :class:`Call`, which reads the body,
+calls the model (``_embed``: caches, token ids, truncation) and renders densewire's formats.
+
+One named step per concern: ``_authorize`` (API key, model loaded) -> ``ServerState.admit``
+(admission.py) -> ``Call.negotiate`` (Accept, Accept-Encoding) -> ``_read_body`` (Content-Type, size,
+decompression) -> the route's parsing -> ``_embed`` (embedder.Embedder) -> ``_to_embeddings``
+(the requested dtype) -> ``_render_format`` (responses.render_embeddings) -> ``_record`` (metrics).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from functools import partial
+from typing import Any, Awaitable, Callable
+
+import numpy as np
+import orjson
+from starlette.background import BackgroundTask
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+
+from densewire import (
+    DensewireError,
+    Embeddings,
+    InvalidFieldError,
+    MalformedError,
+    RateLimitedError,
+    Tensor,
+    UnavailableError,
+    UnsupportedMediaTypeError,
+    Usage,
+    convert,
+)
+
+from .admission import ClientGone, ShuttingDown, Ticket, await_while_connected
+from .compression import compress, read_body
+from .config import ServerConfig
+from .embedder import Embedder
+from .limits import TRIM_AFTER_BYTES, release_memory
+from .logs import log
+from .metrics import Metrics
+from .quantization import answer_dtype
+from .negotiation import VARY, negotiate_encoding, negotiate_format
+from .request import EmbeddingsRequest, parse_embeddings_request
+from .responses import RESPONSE_CLASSES, ErrorResponse, render_embeddings
+from .tokenids import cl100k, cl100k_loaded, reject_token_ids
+
+__all__ = ["Call", "run_call", "ErrorRenderer"]
+
+#: Encoding cost per vector element, relative to copying it, by format; an encoding whose
+#: estimated cost (elements x factor) reaches _THREAD_ENCODE_COST runs in the CPU pool, cheaper
+#: ones on the event loop (a hop to a thread costs more than copying a few megabytes).
+_ENCODE_FACTOR = {"raw": 0, "msgpack": 1, "protobuf": 1, "arrow": 2, "base64": 4, "float": 200}
+_THREAD_ENCODE_COST = 4 << 20
+_COMPRESS_FACTOR = 50
+#: Request bodies from this size on are parsed in the CPU pool.
+_THREAD_PARSE_BYTES = 256 * 1024
+
+
+
+def _state(request: Request) -> Any:
+    return request.app.state.densewire
+
+
+
+def _encode_cost(fmt: str, encoding_format: str, nbytes: int, content_encoding: str | None) -> int:
+    key = encoding_format if fmt == "json" else fmt
+    cost = nbytes * _ENCODE_FACTOR[key]
+    if content_encoding is not None:
+        cost += nbytes * _COMPRESS_FACTOR
+    return cost
+
+
+def _check_content_type(value: str | None) -> None:
+    if value is None:
+        return  # curl -d without -H; the body must still be JSON
+    media = value.split(";", 1)[0].strip().lower()
+    if media == "application/json" or (media.startswith("application/") and media.endswith("+json")):
+        return
+    raise UnsupportedMediaTypeError(
+        f"{value[:100]!r} is not supported; send application/json",
+        field="Content-Type")
+
+
+class Call:
+    """One embeddings request in flight, whatever its dialect: what a route's handler needs from the
+    shared pipeline (the body, the model call, the rendering) and what the runner records."""
+
+    def __init__(self, st: Any, service: Embedder, request: Request, ticket: Ticket) -> None:
+        self.st, self.service, self.request, self.ticket = st, service, request, ticket
+        self.fmt = "json"  # the metrics label of the answer
+        self.body_size = 0
+
+    def negotiate(self) -> tuple[str, str | None]:
+        """The negotiated format and content coding (SPEC.md 12)."""
+        self.fmt = negotiate_format(self.request.headers.get("accept"), self.request.query_params.get("format"))
+        return self.fmt, negotiate_encoding(self.request.headers.get("accept-encoding"))
+
+    async def body(self) -> bytes:
+        async with asyncio.timeout(self.ticket.remaining()):
+            body = await _read_body(self.st.cfg, self.request)
+        self.body_size = len(body)
+        return body
+
+    async def json_body(self) -> Any:
+        """The body parsed as JSON (``malformed`` when it is not), in the CPU pool when large."""
+        body = await self.body()
+        def parse() -> Any:
+            try:
+                return orjson.loads(body)
+            except orjson.JSONDecodeError as exc:
+                raise MalformedError(f"request body is not valid JSON: {exc}",
+                                     offset=getattr(exc, "pos", None)) from None
+        return parse() if len(body) < _THREAD_PARSE_BYTES else await self.service.in_cpu_pool(parse)
+
+    async def embed(self, req: EmbeddingsRequest) -> tuple[np.ndarray, int]:
+        """The model call, abandoned when the client leaves, the deadline passes or the server drains."""
+        return await await_while_connected(_embed(self.service, req, self.st.metrics), self.request.receive,
+                                           self.ticket, self.st.lifecycle.expired)
+
+    async def embeddings(self, req: EmbeddingsRequest, vectors: np.ndarray, prompt_tokens: int) -> Embeddings:
+        return await _to_embeddings(self.service, req, vectors, prompt_tokens)
+
+    async def quantized(self, vectors: np.ndarray, dtype: str, dimensions: int | None) -> tuple[Tensor, str | None]:
+        """The vectors in ``dtype`` (int8/uint8 with the server's calibrated ranges) and the quantization id."""
+        tensor, quantization = await answer_dtype(self.service, vectors, dtype, dimensions)
+        return tensor, quantization.id if quantization is not None else None
+
+    async def render(self, emb: Embeddings, fmt: str, content_encoding: str | None, *,
+                     encoding_format: str = "base64", byteorder: str = "little") -> Response:
+        """densewire's negotiated body (SPEC.md 6-10), in the CPU pool when costly."""
+        return await _render_format(self.st.cfg, self.service, emb, fmt, content_encoding,
+                                    encoding_format=encoding_format, byteorder=byteorder)
+
+    def prepared(self, body: bytes | memoryview, headers: dict[str, str], content_encoding: str | None,
+                 media_type: str = "application/json") -> Response:
+        """A dialect's own body, compressed like every answer, with ``Vary``."""
+        headers = {**headers, "Vary": VARY}
+        if content_encoding is not None and len(body) >= self.st.cfg.compress_min_bytes:
+            body = compress(body, content_encoding)
+            headers["Content-Encoding"] = content_encoding
+        headers.setdefault("Content-Type", media_type)
+        response = Response(bytes(body) if isinstance(body, memoryview) else body, 200)
+        response.headers.update(headers)
+        return response
+
+
+#: a route's error envelope: (error, headers) -> response
+ErrorRenderer = Callable[[DensewireError, dict[str, str]], Response]
+
+
+async def run_call(request: Request, route: str, handle: Callable[[Call], Awaitable[Response]],
+                   error: ErrorRenderer = ErrorResponse) -> Response:
+    """The steps every embeddings route shares: auth (401), a loaded model (503), admission (429/503),
+    the handler (which reads, parses, embeds and renders), the deadline (503), a client that left (no
+    answer), a bug (500 in the route's envelope), and the metrics."""
+    st = _state(request)
+    t0 = time.perf_counter()
+    ticket: Ticket | None = None
+    call: Call | None = None
+    try:
+        service = _authorize(st, request)
+        ticket = st.admit()
+        call = Call(st, service, request, ticket)
+        response = await handle(call)
+        if max(call.body_size, len(response.body)) >= TRIM_AFTER_BYTES:
+            response.background = BackgroundTask(release_memory)  # after the response is sent
+        ticket.release(completed=True)
+    except DensewireError as err:
+        response = error(err, _error_headers(st, err))
+    except TimeoutError:
+        response = error(st.admission.timed_out(), {"Retry-After": str(st.admission.retry_after())})
+    except ShuttingDown:
+        response = error(UnavailableError("the server is shutting down; retry on another replica"),
+                         {"Connection": "close", "Retry-After": "1"})
+    except (ClientDisconnect, ClientGone):
+        st.metrics.admission_rejections.labels("disconnected").inc()
+        st.metrics.requests.labels(route, "499", call.fmt if call else "json").inc()
+        return Response(status_code=400)
+    except Exception as exc:  # noqa: BLE001 - a bug must still answer with the envelope
+        log.exception("unexpected error", exc_info=exc)
+        response = error(DensewireError(f"internal server error ({type(exc).__name__})"), {})
+    finally:
+        if ticket is not None:
+            ticket.release()
+    _record(st.metrics, route, call.fmt if call else "json", response, t0)
+    return response
+
+
+
+def _error_headers(st: Any, err: DensewireError) -> dict[str, str]:
+    """``Retry-After`` on a 429; ``Connection: close`` on the 503 of a draining server."""
+    if isinstance(err, RateLimitedError):
+        return {"Retry-After": str(st.admission.retry_after())}
+    if isinstance(err, UnavailableError) and st.lifecycle.draining:
+        return {"Connection": "close", "Retry-After": "1"}
+    return {}
+
+
+def _authorize(st: Any, request: Request) -> Embedder:
+    """Auth: the API key (401), then a loaded model (503)."""
+    st.check_auth(request)
+    return st.require_embedder()
+
+
+async def _read_body(cfg: ServerConfig, request: Request) -> bytes:
+    """Body reading: a JSON ``Content-Type`` (415), the body decompressed, at most ``--max-body-bytes`` (413)."""
+    _check_content_type(request.headers.get("content-type"))
+    return await read_body(
+        request.stream(), limit=cfg.max_body_bytes,
+        content_encoding=request.headers.get("content-encoding"),
+        content_length=request.headers.get("content-length"),
+    )
+
+
+async def _parse(cfg: ServerConfig, service: Embedder, body: bytes) -> EmbeddingsRequest:
+    """Parsing: the OpenAI request (in the CPU pool when large), naming a model served here (404)."""
+    parse = partial(parse_embeddings_request, body, max_inputs=cfg.max_client_batch_size,
+                    native_dimensions=service.dimensions)
+    req = parse() if len(body) < _THREAD_PARSE_BYTES else await service.in_cpu_pool(parse)
+    service.check_model(req.model)
+    return req
+
+
+async def _embed(service: Embedder, req: EmbeddingsRequest, m: Metrics) -> tuple[np.ndarray, int]:
+    """The model call: texts or token ids to float32 vectors, and the prompt tokens counted.
+
+    Token ids are read as ``--token-ids`` says (tokenids.py): decoded from cl100k_base to text, refused,
+    or the model's own ids."""
+    max_tokens = service.max_tokens
+    texts = req.texts
+    mode = req.token_ids_as or service.token_ids
+    if texts is None and mode != "model":
+        if mode == "reject":
+            raise reject_token_ids()
+        seqs = req.token_ids or []
+        fields = ["input"] if req.flat else [f"input[{i}]" for i in range(len(seqs))]
+        vocabulary = cl100k() if cl100k_loaded() else await service.in_cpu_pool(cl100k)
+        texts = vocabulary.decode_all(seqs, fields)
+    if texts is not None:
+        if req.truncation_side == "left" or (req.token_limit is not None and req.token_limit < max_tokens):
+            field = "truncate_prompt_tokens" if req.token_limit is not None else "truncation_side"
+            vectors, counts = await service.embed_texts_cut(texts, req.dimensions, req.token_limit,
+                                                            req.truncation_side, field)
+        else:
+            vectors, counts = await service.embed_texts(texts, req.dimensions, truncate=req.truncate)
+    else:
+        counts = [len(s) for s in req.token_ids]  # type: ignore[union-attr]
+        if not req.truncate:
+            for i, c in enumerate(counts):
+                if c > max_tokens:
+                    raise InvalidFieldError(
+                        f"{c} tokens, more than the model's maximum of {max_tokens}; "
+                        f"shorten it or send truncate: true", field=f"input[{i}]")
+        ids = req.token_ids or []
+        if req.token_limit is not None or req.truncation_side == "left":
+            keep = min(req.token_limit or max_tokens, max_tokens)
+            ids = [s[:keep] if req.truncation_side == "right" else s[len(s) - keep:] for s in ids]
+            counts = [len(s) for s in ids]
+        vectors = await service.embed_token_ids(ids, req.dimensions)
+    m.inputs.inc(len(counts))
+    return vectors, sum(min(c, max_tokens) for c in counts)
+
+
+async def _to_embeddings(service: Embedder, req: EmbeddingsRequest, vectors: np.ndarray,
+                         prompt_tokens: int) -> Embeddings:
+    """Conversion: the vectors in the requested dtype (SPEC.md 3; int8/uint8 quantized by SPEC.md 17,
+    named by their quantization id), with the model and usage."""
+    tensor, quantization = await answer_dtype(service, vectors, req.dtype, req.dimensions)
+    return Embeddings(tensor, model=service.model_id, usage=Usage(prompt_tokens, prompt_tokens),
+                      quantization=quantization.id if quantization is not None else None)
+
+
+async def _render_format(cfg: ServerConfig, service: Embedder, emb: Embeddings, fmt: str,
+                         content_encoding: str | None, *, encoding_format: str, byteorder: str) -> Response:
+    """Rendering: the negotiated format and content coding, in the CPU pool when costly."""
+    render = partial(render_embeddings, emb, fmt, encoding_format=encoding_format,
+                     byteorder=byteorder, content_encoding=content_encoding,
+                     compress_min_bytes=cfg.compress_min_bytes)
+    if _encode_cost(fmt, encoding_format, emb.tensor.array.nbytes, content_encoding) >= _THREAD_ENCODE_COST:
+        out, headers = await service.in_cpu_pool(render)
+    else:
+        out, headers = render()
+    return RESPONSE_CLASSES[fmt].prepared(out, headers)
+
+
+def _record(m: Metrics, route: str, fmt: str, response: Response, t0: float) -> None:
+    """Metrics: the request by route, status and format, its latency, and the bytes of an answer."""
+    if response.status_code == 200:
+        m.bytes_out.labels(fmt, response.headers.get("content-encoding", "identity")).inc(len(response.body))
+    m.requests.labels(route, str(response.status_code), fmt).inc()
+    m.latency.labels(route).observe(time.perf_counter() - t0)
