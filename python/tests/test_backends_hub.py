@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# huggingface_hub reads HF_HUB_OFFLINE once, when it is first imported, and keeps it for the whole
+# process. Imported here, at collection, it reads the real environment; imported first inside the
+# `offline` fixture below it would stay offline for every later test of the run (the TEI client tests
+# of test_server_dialects.py and test_readme.py then fail with OfflineModeIsEnabled).
+import huggingface_hub.constants  # noqa: F401 (the package itself loads its modules lazily)
 import numpy as np
 import pytest
 from tiny_bert import write_tiny_model
