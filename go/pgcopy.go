@@ -91,6 +91,9 @@ type CopyColumns struct {
 	// Dims is, when reading, the d of the tensor an empty stream gives (a stream of no rows says
 	// nothing of d). Writing takes d from the tensor.
 	Dims int
+	// MaxDenseBytes is, when reading a sparsevec column, the largest dense tensor to build, in
+	// bytes; 0 is the default bound (4096 times the stream's size, and at least 64 MiB).
+	MaxDenseBytes int
 }
 
 // normalized fills the defaults and checks the types (InvalidField on the column's name).

@@ -270,10 +270,16 @@ func (r *copyReader) vector(at, length, tuple int) *Error {
 	}
 	// A sparsevec row of a few bytes can stand for a dense row of up to 4 GB: the dense tensor is
 	// bounded by the stream's size, so that a hostile stream cannot exhaust memory.
-	if c.Type == PgSparsevec && (r.n+1)*r.rb > max(maxSparseDenseMin, maxSparseDenseFactor*len(b)) {
-		return newError(InvalidField, c.Column, v, "the dense tensor of these sparsevec rows would exceed "+
-			strconv.Itoa(max(maxSparseDenseMin, maxSparseDenseFactor*len(b)))+" bytes ("+
-			strconv.Itoa(maxSparseDenseFactor)+" times the stream, at least 64 MiB)")
+	if c.Type == PgSparsevec {
+		limit, why := max(maxSparseDenseMin, maxSparseDenseFactor*len(b)),
+			strconv.Itoa(maxSparseDenseFactor)+" times the stream, at least 64 MiB"
+		if c.MaxDenseBytes > 0 {
+			limit, why = c.MaxDenseBytes, "CopyColumns.MaxDenseBytes"
+		}
+		if (r.n+1)*r.rb > limit {
+			return newError(InvalidField, c.Column, v, "the dense tensor of these sparsevec rows would exceed "+
+				strconv.Itoa(limit)+" bytes ("+why+")")
+		}
 	}
 	start := len(r.out)
 	r.out = slices.Grow(r.out, r.rb)[:start+r.rb]

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	densewire "github.com/densewire/densewire/go"
@@ -461,7 +462,10 @@ func FuzzDecodeCopy(f *testing.F) {
 	types := []densewire.PgType{densewire.PgVector, densewire.PgHalfvec, densewire.PgBit, densewire.PgSparsevec}
 	idTypes := []densewire.PgIDType{densewire.PgNoID, densewire.PgInt8, densewire.PgInt4, densewire.PgText, densewire.PgUUID}
 	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
-		cols := densewire.CopyColumns{Type: types[int(which)%4], IDType: idTypes[int(which/4)%5]}
+		// MaxDenseBytes: a sparsevec header of a few bytes may stand for 64 MiB of zeros, and inputs
+		// like that, decoded and encoded again thousands of times, starved the fuzz workers until Go's
+		// coordinator took them for hung; the bound itself is TestCopyDecodeSparseAmplificationBound's.
+		cols := densewire.CopyColumns{Type: types[int(which)%4], IDType: idTypes[int(which/4)%5], MaxDenseBytes: 1 << 20}
 		got, err := densewire.DecodeCopy(data, cols)
 		if err != nil {
 			var e *densewire.Error
@@ -512,5 +516,10 @@ func TestCopyDecodeSparseAmplificationBound(t *testing.T) {
 	got, err := densewire.DecodeCopy(b, densewire.CopyColumns{Type: densewire.PgSparsevec})
 	if err != nil || got.Tensor.D != 30522 || got.Tensor.N != 1 {
 		t.Fatalf("%v %+v", err, got)
+	}
+	// the same row over a caller's own bound (122,088 dense bytes > 100,000)
+	_, err = densewire.DecodeCopy(b, densewire.CopyColumns{Type: densewire.PgSparsevec, MaxDenseBytes: 100_000})
+	if !errors.As(err, &e) || e.Category != densewire.InvalidField || !strings.Contains(e.Error(), "MaxDenseBytes") {
+		t.Fatalf("error %v, want invalid_field naming MaxDenseBytes", err)
 	}
 }
