@@ -12,7 +12,8 @@ import sys
 import pyarrow as pa
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-cases = {c["id"]: c for c in json.loads((ROOT / "testdata/golden/tensors.json").read_text())["cases"]}
+cases = {c["id"]: c for name in ("tensors.json", "quantization.json")  # quantization: the envelope cases
+         for c in json.loads((ROOT / "testdata/golden" / name).read_text())["cases"]}
 passed = failed = 0
 files = sorted(pathlib.Path(sys.argv[1]).glob("*.arrow"))
 for f in files:
@@ -37,6 +38,8 @@ for f in files:
         assert data == want, (data.hex(), want.hex())
         if case.get("model") is not None:
             assert meta[b"densewire.model"].decode() == case["model"]
+        if case.get("quantization") is not None:
+            assert meta[b"densewire.quantization"].decode() == case["quantization"]
         passed += 1
     except Exception as e:  # noqa: BLE001 - report every case
         failed += 1
