@@ -258,7 +258,9 @@ func (r *copyReader) vector(at, length, tuple int) *Error {
 		tupleLen := at + 4 + length - tuple
 		rows := (len(b) - tuple) / tupleLen
 		if c.Type == PgSparsevec {
-			rows = 1 // a sparse row's tuple can be far smaller than its dense row: grow as rows come
+			// a sparse row's tuple can be far smaller than its dense row: grow as rows come, each
+			// after the bound below (room for one row here would be d*4 bytes before that check)
+			rows = 0
 		}
 		r.out = make([]byte, 0, rows*r.rb)
 	} else if d != r.d {
