@@ -424,5 +424,13 @@ def test_ollama_embeddings_and_errors(server, reference) -> None:
     assert r.status_code == 400 and r.json() == {"error": "model: model is required"}
     r = _post(server, "/api/embed", {"model": NAMES[0], "input": "word " * 1000, "truncate": False})
     assert r.status_code == 400 and r.json()["error"].startswith("input[0]:")
+    # Ollama reads every body as JSON: its documentation's `curl ... -d '{...}'` sends a form Content-Type
+    r = httpx.post(server.url + "/api/embed", content=json.dumps({"model": NAMES[0], "input": TEXTS[0]}),
+                   headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 200, r.text
+    np.testing.assert_allclose(np.array(r.json()["embeddings"][0], dtype=np.float32), reference[0], atol=1e-6)
+    r = httpx.post(server.url + "/v1/embeddings", content=json.dumps({"input": TEXTS[0]}),
+                   headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 415  # densewire's own routes keep asking for application/json
     raw = _post(server, "/api/embed", {"model": NAMES[0], "input": TEXTS}, headers={"Accept": "application/octet-stream"})
     assert raw.status_code == 200 and densewire.decode(raw.content, "raw", raw.headers).tensor.array.shape == (3, 384)

@@ -415,7 +415,7 @@ async def ollama_embed(request: Request) -> Response:
     async def handle(call: Call) -> Response:
         t0 = time.perf_counter_ns()
         fmt, coding = call.negotiate()
-        doc = _object(await call.json_body())
+        doc = _object(await call.json_body(any_content_type=True))  # curl -d, as in Ollama's docs
         model = _ollama_model(call, doc)
         _ollama_common(doc)
         value = doc.get("input")
@@ -461,7 +461,7 @@ async def ollama_embeddings(request: Request) -> Response:
 
     async def handle(call: Call) -> Response:
         fmt, coding = call.negotiate()
-        doc = _object(await call.json_body())
+        doc = _object(await call.json_body(any_content_type=True))  # curl -d, as in Ollama's docs
         _ollama_model(call, doc)
         _ollama_common(doc)
         prompt = doc.get("prompt")

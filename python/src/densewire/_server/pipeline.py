@@ -99,15 +99,16 @@ class Call:
         self.fmt = negotiate_format(self.request.headers.get("accept"), self.request.query_params.get("format"))
         return self.fmt, negotiate_encoding(self.request.headers.get("accept-encoding"))
 
-    async def body(self) -> bytes:
+    async def body(self, *, any_content_type: bool = False) -> bytes:
         async with asyncio.timeout(self.ticket.remaining()):
-            body = await _read_body(self.st.cfg, self.request)
+            body = await _read_body(self.st.cfg, self.request, check_content_type=not any_content_type)
         self.body_size = len(body)
         return body
 
-    async def json_body(self) -> Any:
-        """The body parsed as JSON (``malformed`` when it is not), in the CPU pool when large."""
-        body = await self.body()
+    async def json_body(self, *, any_content_type: bool = False) -> Any:
+        """The body parsed as JSON (``malformed`` when it is not), in the CPU pool when large;
+        ``any_content_type``: whatever ``Content-Type`` says (Ollama reads every body as JSON)."""
+        body = await self.body(any_content_type=any_content_type)
         def parse() -> Any:
             try:
                 return orjson.loads(body)
@@ -206,9 +207,10 @@ def _authorize(st: Any, request: Request) -> Embedder:
     return st.require_embedder()
 
 
-async def _read_body(cfg: ServerConfig, request: Request) -> bytes:
+async def _read_body(cfg: ServerConfig, request: Request, *, check_content_type: bool = True) -> bytes:
     """Body reading: a JSON ``Content-Type`` (415), the body decompressed, at most ``--max-body-bytes`` (413)."""
-    _check_content_type(request.headers.get("content-type"))
+    if check_content_type:
+        _check_content_type(request.headers.get("content-type"))
     return await read_body(
         request.stream(), limit=cfg.max_body_bytes,
         content_encoding=request.headers.get("content-encoding"),
