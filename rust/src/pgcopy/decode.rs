@@ -297,6 +297,20 @@ impl<'a> Reader<'a> {
                 }
                 let start = out.len();
                 let total = start.checked_add(d).ok_or_else(|| too_large(self.rows + 1, d))?;
+                // A sparsevec of a few bytes stands for up to 4 GB of dense values: the dense tensor
+                // is bounded by the stream's size (as Go's DecodeCopy), checked before any of it is
+                // allocated, so that a hostile stream cannot exhaust memory.
+                let limit = (MAX_SPARSE_DENSE_FACTOR * data.len()).max(MAX_SPARSE_DENSE_MIN);
+                if total.saturating_mul(4) > limit {
+                    return Err(col_err(
+                        ErrorKind::InvalidField,
+                        format!(
+                            "the dense tensor of these sparsevec rows would exceed {limit} bytes \
+                             ({MAX_SPARSE_DENSE_FACTOR} times the stream, at least 64 MiB)"
+                        ),
+                        v,
+                    ));
+                }
                 out.try_reserve(d).map_err(|_| too_large(self.rows + 1, d))?;
                 out.resize(total, 0.0);
                 for (c, x) in indices.chunks_exact(4).zip(values.chunks_exact(4)) {
@@ -325,6 +339,11 @@ impl<'a> Reader<'a> {
         Ok(PgCopyData { tensor, ids })
     }
 }
+
+/// The bound of a sparsevec stream's dense tensor: this many times the stream's bytes, and at least
+/// [`MAX_SPARSE_DENSE_MIN`] bytes.
+const MAX_SPARSE_DENSE_FACTOR: usize = 4096;
+const MAX_SPARSE_DENSE_MIN: usize = 64 << 20;
 
 fn too_large(rows: usize, d: usize) -> Error {
     err(ErrorKind::InvalidField, format!("a dense tensor of {rows} rows of {d} dimensions does not fit in memory"))

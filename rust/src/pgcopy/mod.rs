@@ -307,6 +307,28 @@ mod tests {
     }
 
     #[test]
+    fn a_sparsevec_dense_tensor_is_bounded_by_the_stream() {
+        // one row of sparsevec(1e9) with no non-zero value: 26 bytes for 4 GB of zeros
+        let mut b = PGCOPY_HEADER.to_vec();
+        b.extend_from_slice(&1i16.to_be_bytes());
+        b.extend_from_slice(&12i32.to_be_bytes());
+        b.extend_from_slice(&1_000_000_000i32.to_be_bytes());
+        b.extend_from_slice(&[0; 8]);
+        b.extend_from_slice(PGCOPY_TRAILER);
+        let cols = CopyColumns::new(PgVectorType::Sparsevec, "embedding");
+        let e = decode_pgcopy(&b, &cols).unwrap_err();
+        assert_eq!(
+            (e.kind(), e.field_name(), e.offset()),
+            (ErrorKind::InvalidField, Some("embedding"), Some(25)),
+            "{e}"
+        );
+        // a sparsevec(30522) row, SPLADE's vocabulary, is within the bound
+        b[25..29].copy_from_slice(&30_522i32.to_be_bytes());
+        let back = decode_pgcopy(&b, &cols).unwrap();
+        assert_eq!(back.tensor.shape(), (1, 30_522));
+    }
+
+    #[test]
     fn chunks_concatenate_to_the_whole_stream() {
         let t = Tensor::from_vec(5, 3, (0..15).map(|i| i as f32 - 7.5).collect::<Vec<f32>>()).unwrap();
         let ids = PgIds::Int(vec![Some(1), None, Some(-3), Some(i64::MAX), Some(i64::MIN)]);
