@@ -37,6 +37,9 @@ public final class PgCopy {
     private static final byte[] HEADER = Arrays.copyOf(SIGNATURE, 19); // flags 0, header extension length 0
     private static final byte[] TRAILER = {(byte) 0xFF, (byte) 0xFF};
     private static final int MAX_SPARSE_NNZ = 16000;
+    /** The bound of a sparsevec stream's dense tensor: this many times the stream's bytes, at least 64 MiB. */
+    private static final long MAX_SPARSE_DENSE_FACTOR = 4096;
+    private static final long MAX_SPARSE_DENSE_MIN = 64L << 20;
     private static final Pattern UUID_TEXT = Pattern.compile(
             "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-fA-F]{32}");
 
@@ -895,6 +898,14 @@ public final class PgCopy {
             Dtype dtype = type.dtype();
             int n = starts.size;
             long total = n * dtype.rowBytes(dims);
+            // A sparsevec of a few bytes stands for up to 4 GB of dense values: the dense tensor is
+            // bounded by the stream's size (as the Go and Rust decoders), so that a hostile stream
+            // cannot exhaust memory.
+            long limit = Math.max(MAX_SPARSE_DENSE_MIN, MAX_SPARSE_DENSE_FACTOR * (long) buf.limit());
+            if (type == VectorType.SPARSEVEC && total > limit) {
+                throw DensewireException.on(Category.INVALID_FIELD, cols.column(), "the dense tensor of these sparsevec rows"
+                        + " would exceed " + limit + " bytes (" + MAX_SPARSE_DENSE_FACTOR + " times the stream, at least 64 MiB)");
+            }
             if (total > Integer.MAX_VALUE - 8) {
                 throw DensewireException.on(Category.INVALID_FIELD, cols.column(), n + " rows of " + dims + " dimensions ("
                         + total + " bytes as " + dtype + ") are more than one Java array holds");

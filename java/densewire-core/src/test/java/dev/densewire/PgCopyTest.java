@@ -91,6 +91,22 @@ class PgCopyTest {
     }
 
     @Test
+    void aSparsevecDenseTensorIsBoundedByTheStream() {
+        // one row of sparsevec(1e8) with no non-zero value: 26 bytes for 400 MB of zeros (under the
+        // 2 GB of one Java array, so only the bound refuses it)
+        ByteBuffer b = ByteBuffer.allocate(19 + 2 + 4 + 12 + 2);
+        b.put("PGCOPY\n\377\r\n\0".getBytes(StandardCharsets.ISO_8859_1)).putInt(0).putInt(0);
+        b.putShort((short) 1).putInt(12).putInt(100_000_000).putInt(0).putInt(0).putShort((short) -1);
+        Columns sv = Columns.of(VectorType.SPARSEVEC);
+        DensewireException e = assertThrows(DensewireException.class, () -> PgCopy.decode(b.array(), sv));
+        assertEquals(Category.INVALID_FIELD, e.category());
+        assertEquals("embedding", e.field().orElse(null));
+        // a sparsevec(30522) row, SPLADE's vocabulary, is within the bound
+        b.putInt(25, 30_522);
+        assertEquals(30_522, PgCopy.decode(b.array(), sv).tensor().dims());
+    }
+
+    @Test
     void halfvecFromFloat64RoundsOnceDirectly() {
         double x = 1 + 0x1p-11 + 0x1p-40; // above the tie between 1 and 1 + 2^-10; through float32 it would be the tie
         Columns half = Columns.of(VectorType.HALFVEC);
