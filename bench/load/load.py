@@ -212,7 +212,7 @@ def steady(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def overload(a: argparse.Namespace) -> dict[str, Any]:
-    limit = 4
+    limit = a.limit
     flags = ["--blas-threads", "1"] + (["--max-concurrent-requests", str(limit)] if a.admission else [])
     server = Server(a.src, *flags)
     try:
@@ -444,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scenarios", default=",".join(SCENARIOS))
     p.add_argument("--admission", action="store_true", help="pass --max-concurrent-requests (new servers)")
     p.add_argument("--quick", action="store_true", help="short runs (the test suite's version)")
+    p.add_argument("--limit", type=int, default=4,
+                   help="overload: --max-concurrent-requests of the server, loaded by 10 times as many connections")
     a = p.parse_args(argv)
     for name in a.scenarios.split(","):
         t0 = time.monotonic()
