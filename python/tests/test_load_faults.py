@@ -14,7 +14,7 @@ assert _spec is not None and _spec.loader is not None
 load = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(load)
 
-ARGS = argparse.Namespace(src=str(REPO / "python" / "src"), quick=True, admission=True)
+ARGS = argparse.Namespace(src=str(REPO / "python" / "src"), quick=True, admission=True, limit=4)
 
 
 def test_steady_load_has_no_errors() -> None:
