@@ -117,6 +117,24 @@ public final class Quantization {
 
     // ------------------------------------------------------------------ the rule
 
+    /** The lower ends widened exactly to binary64 (SPEC.md 17.3). */
+    private static double[] widen(float[] lower) {
+        double[] lo = new double[lower.length];
+        for (int j = 0; j < lo.length; j++) {
+            lo[j] = lower[j];
+        }
+        return lo;
+    }
+
+    /** {@code step[j] = (upper[j] - lower[j]) / 255} in binary64 (SPEC.md 17.3). */
+    private static double[] steps(float[] lower, float[] upper) {
+        double[] step = new double[lower.length];
+        for (int j = 0; j < step.length; j++) {
+            step[j] = ((double) upper[j] - lower[j]) / 255;
+        }
+        return step;
+    }
+
     /**
      * The codes of float values (SPEC.md 17.3): {@code u = floor((x - lower[j]) / step)} clamped to 0..255 with
      * {@code step = (upper[j] - lower[j]) / 255}; NaN gives 0; when {@code step == 0}, 255 for
@@ -135,12 +153,8 @@ public final class Quantization {
         int n = values.rows();
         int d = values.dims();
         checkRanges(lower, upper, d);
-        double[] lo = new double[d];
-        double[] step = new double[d];
-        for (int j = 0; j < d; j++) {
-            lo[j] = lower[j];
-            step[j] = ((double) upper[j] - lower[j]) / 255;
-        }
+        double[] lo = widen(lower);
+        double[] step = steps(lower, upper);
         float[] x = values.dtype() == Dtype.FLOAT32 ? null : values.toFloatArray();
         java.nio.FloatBuffer xb = x == null ? values.asFloatBuffer() : java.nio.FloatBuffer.wrap(x);
         int offset = dtype == Dtype.INT8 ? 128 : 0;
@@ -191,12 +205,8 @@ public final class Quantization {
         int n = codes.rows();
         int d = codes.dims();
         checkRanges(lower, upper, d);
-        double[] lo = new double[d];
-        double[] step = new double[d];
-        for (int j = 0; j < d; j++) {
-            lo[j] = lower[j];
-            step[j] = ((double) upper[j] - lower[j]) / 255;
-        }
+        double[] lo = widen(lower);
+        double[] step = steps(lower, upper);
         boolean signed = codes.dtype() == Dtype.INT8;
         ByteBuffer in = codes.data();
         float[] out = new float[Math.multiplyExact(n, d)];
