@@ -6,6 +6,7 @@
 // every decoder ends with the float32 values in one typed array. Figures: median of the timed runs,
 // after warm-up. No assertion on time anywhere: the figures are for RESULTS.md.
 import { createRequire } from "node:module";
+import { unitRows } from "./rows.mjs";
 import { pathToFileURL } from "node:url";
 import { gzipSync } from "node:zlib";
 import os from "node:os";
@@ -21,20 +22,7 @@ const quick = process.argv.includes("--quick");
 const N = 1000;
 const D = 1536;
 
-// deterministic pseudo-normal values of unit-norm rows, like real embeddings
-let seed = 42;
-const rand = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32);
-const values = new Float32Array(N * D);
-for (let r = 0; r < N; r++) {
-  let norm = 0;
-  for (let j = 0; j < D; j++) {
-    const v = rand() + rand() + rand() - 1.5;
-    values[r * D + j] = v;
-    norm += v * v;
-  }
-  norm = Math.sqrt(norm);
-  for (let j = 0; j < D; j++) values[r * D + j] /= norm;
-}
+const values = unitRows(N, D);
 const tensor = dw.makeTensor("float32", [N, D], values);
 const meta = { model: "bench-model", usage: { prompt_tokens: 12000, total_tokens: 12000 } };
 const enc = new TextEncoder();

@@ -9,6 +9,7 @@
 // a Float32Array of n x d values (decode, then dequantize for int8). Figures: median of round-robin
 // rounds after warm-up; no assertion on time anywhere.
 import os from "node:os";
+import { unitRows } from "./rows.mjs";
 
 const pkg = new URL("../../typescript/", import.meta.url);
 const dw = await import(new URL("dist/index.js", pkg).href);
@@ -17,20 +18,7 @@ const quick = process.argv.includes("--quick");
 const N = 1000;
 const D = 1024;
 
-// deterministic pseudo-normal values of unit-norm rows, like real embeddings
-let seed = 42;
-const rand = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32);
-const values = new Float32Array(N * D);
-for (let r = 0; r < N; r++) {
-  let norm = 0;
-  for (let j = 0; j < D; j++) {
-    const v = rand() + rand() + rand() - 1.5;
-    values[r * D + j] = v;
-    norm += v * v;
-  }
-  norm = Math.sqrt(norm);
-  for (let j = 0; j < D; j++) values[r * D + j] /= norm;
-}
+const values = unitRows(N, D);
 const lower = new Float32Array(D).fill(Infinity);
 const upper = new Float32Array(D).fill(-Infinity);
 for (let k = 0; k < N * D; k++) {
