@@ -78,15 +78,43 @@ def test_threads_share_one_session(model: OnnxBertBackend, vectors: np.ndarray) 
 
 # -- the graph and its cache ------------------------------------------------
 
-def test_graph_uses_the_fused_operators(model: OnnxBertBackend) -> None:
+def test_graph_runs_the_linear_layers_on_packed_tokens(model: OnnxBertBackend) -> None:
     graph = onnx.load(str(model.graph_path), load_external_data=False).graph
     ops = [(n.domain, n.op_type) for n in graph.node]
-    assert ops.count(("com.microsoft", "Attention")) == 6
+    assert ops.count(("com.microsoft", "MultiHeadAttention")) == 6
     assert ops.count(("com.microsoft", "SkipLayerNormalization")) == 12
     assert ops.count(("com.microsoft", "BiasGelu")) == 6
-    assert ops[0] == ("com.microsoft", "EmbedLayerNormalization")
-    assert {o for _, o in ops} == {"EmbedLayerNormalization", "Attention", "SkipLayerNormalization",
-                                   "BiasGelu", "MatMul"}
+    assert ops.count(("", "MatMul")) == 24  # Q/K/V, attention output, feed-forward in and out
+    # every MatMul reads packed tokens: the first layer's input, a SkipLayerNormalization's output,
+    # the attention context gathered back by unpad_index, or the GELU of packed tokens
+    packed = {"hidden_0"} | {o for n in graph.node for o in n.output
+                             if n.op_type in ("SkipLayerNormalization", "BiasGelu")
+                             or (n.op_type == "Gather" and n.input[1] == "unpad_index")}
+    assert all(n.input[0] in packed for n in graph.node if n.op_type == "MatMul")
+    # and only attention reads the padded view
+    padded = {o for n in graph.node if n.op_type == "Gather" and n.input[1] == "pad_index" for o in n.output}
+    readers = {n.op_type for n in graph.node if set(n.input) & padded}
+    assert readers == {"Split"}
+    assert [i.name for i in graph.input] == ["input_ids", "position_ids", "pad_index", "unpad_index",
+                                             "key_padding_mask"]
+
+
+def test_packed_feeds() -> None:
+    feeds = onnx_graph.packed_feeds([[5, 6, 7], [8, 9], [4]], np.array([3, 2, 1]))
+    assert feeds["input_ids"].tolist() == [5, 6, 7, 8, 9, 4]
+    assert feeds["position_ids"].tolist() == [0, 1, 2, 0, 1, 0]
+    assert feeds["pad_index"].tolist() == [[0, 1, 2], [3, 4, 0], [5, 0, 0]]
+    assert feeds["unpad_index"].tolist() == [0, 1, 2, 3, 4, 6]
+    assert feeds["key_padding_mask"].tolist() == [[1, 1, 1], [1, 1, 0], [1, 0, 0]]
+    assert {a.dtype for a in feeds.values()} == {np.dtype(np.int32)}
+
+
+def test_a_long_sequence_among_short_ones(model: OnnxBertBackend) -> None:
+    long = " ".join(["word"] * 400)  # truncated to max_tokens: its own call, the short ones in another
+    texts = ["a", long, "two words", "three short words"]
+    together = model.embed(texts)
+    alone = np.concatenate([model.embed([t]) for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-5, rtol=0)
 
 
 def test_second_start_loads_the_cached_graph(cache: Path, model: OnnxBertBackend,
@@ -153,7 +181,8 @@ def test_int8_is_close_and_cached_apart(cache: Path, model: OnnxBertBackend, vec
     q = OnnxBertBackend(default_model_path(), cache=cache, threads=1, quantize="int8")
     assert q.quantize == "int8" and q.graph_path != model.graph_path
     ops = {n.op_type for n in onnx.load(str(q.graph_path)).graph.node}
-    assert {"QAttention", "MatMulInteger"} <= ops or {"QAttention", "DynamicQuantizeMatMul"} <= ops
+    assert "MultiHeadAttention" in ops and ("MatMulInteger" in ops or "DynamicQuantizeMatMul" in ops)
+    assert "MatMul" not in ops  # every linear layer quantized
     out = q.embed(TEXTS)
     cos = cosines(out, vectors)
     assert cos.min() >= 0.97 and cos.mean() >= 0.985  # bench/model/RESULTS.md has the measured figures
@@ -164,11 +193,14 @@ def test_int8_is_close_and_cached_apart(cache: Path, model: OnnxBertBackend, vec
 
 # -- length buckets ---------------------------------------------------------
 
-def test_chunks_cut_padding_but_not_into_tiny_calls() -> None:
+def test_chunks_are_cut_only_where_padded_attention_costs_more_than_a_call() -> None:
     lengths = np.array([60, 58, 57, 20, 19, 18, 18, 17, 9, 9, 9, 8])
-    ends = onnx_bert.plan_chunks(lengths, 32, 8192, overhead=24)
-    assert ends[-1] == len(lengths) and ends == sorted(ends)
-    assert ends == [3, 8, 12]
+    # the linear layers see real tokens only: without attention's cost, cutting only adds calls
+    assert onnx_bert.plan_chunks(lengths, 32, 8192, overhead=24) == [12]
+    # MiniLM's weight (about 2e-3 token-equivalents a pair): the three long ones apart
+    assert onnx_bert.plan_chunks(lengths, 32, 8192, overhead=24, attention_weight=2e-3) == [3, 12]
+    # one sequence at the model's limit among 31 short ones is a call of its own
+    assert onnx_bert.plan_chunks(np.array([512] + [20] * 31), 32, 16384, 24, 2e-3) == [1, 32]
     even = onnx_bert.plan_chunks(np.array([12] * 40), 32, 8192, overhead=24)
     assert len(even) == 2 and max(np.diff([0, *even])) <= 32  # batch_size
     capped = onnx_bert.plan_chunks(np.array([200] * 5), 32, 400, overhead=24)  # token cap: 2 rows a call
@@ -176,10 +208,12 @@ def test_chunks_cut_padding_but_not_into_tiny_calls() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(1, 300), min_size=1, max_size=80), st.integers(1, 40), st.integers(0, 100))
-def test_chunk_plan_is_a_partition_within_limits(lengths: list[int], batch: int, overhead: int) -> None:
+@given(st.lists(st.integers(1, 300), min_size=1, max_size=80), st.integers(1, 40), st.integers(0, 100),
+       st.sampled_from([0.0, 2e-3, 0.1]))
+def test_chunk_plan_is_a_partition_within_limits(lengths: list[int], batch: int, overhead: int,
+                                                 weight: float) -> None:
     arr = np.array(sorted(lengths, reverse=True))
-    ends = onnx_bert.plan_chunks(arr, batch, 2048, overhead)
+    ends = onnx_bert.plan_chunks(arr, batch, 2048, overhead, weight)
     starts = [0] + ends[:-1]
     assert ends[-1] == len(arr)
     for s, e in zip(starts, ends):

@@ -5,10 +5,12 @@ At first start the model's graph is built from its own files
 (``$DENSEWIRE_CACHE_DIR``, else ``$XDG_CACHE_HOME/densewire``, else
 ``~/.cache/densewire``) as ``onnx/<key>.onnx``, where the key hashes the
 weights' sha256, config.json, the builder's version and the quantization;
-later starts load the cached file. A batch is sorted by length and cut into
-sub-batches that minimise padded work plus a per-call overhead, each padded
-only to its own longest sequence; pooling and normalisation follow the
-model's sentence-transformers config, exactly as in the numpy engine.
+later starts load the cached file. The graph's linear layers see only real
+tokens (the batch is packed, sequences back to back); attention alone works on
+a padded view. A batch is sorted by length and cut into calls only where
+attention's padded scores would cost more than a call's fixed overhead (a long
+sequence among short ones); pooling and normalisation follow the model's
+sentence-transformers config, exactly as in the numpy engine.
 
 ``threads`` is ONNX Runtime's ``intra_op_num_threads`` (what ``densewire serve
 --blas-threads`` sets; ``None``: one per core). ``InferenceSession.run`` is
@@ -28,7 +30,7 @@ import numpy as np
 
 from .._optional import require
 from .bert_model import BertModel, SentenceEncoder, pool
-from .onnx_graph import BUILDER_VERSION, build_graph
+from .onnx_graph import BUILDER_VERSION, build_graph, packed_feeds
 
 __all__ = ["OnnxBertBackend", "cache_dir", "import_onnxruntime", "QUANTIZE_CHOICES"]
 
@@ -116,7 +118,7 @@ def _save_graph(proto: "onnx.ModelProto", path: Path) -> None:  # noqa: F821
 
 
 def _quantize_int8(src: Path, dst: Path) -> None:
-    """Dynamic int8 quantization of the linear layers (MatMul and Attention weights)."""
+    """Dynamic int8 quantization of the linear layers (every MatMul by a weight)."""
     TensorProto = require("onnx", extra="serve", feature="--quantize int8").TensorProto
     quantization = require("onnxruntime.quantization", extra="serve", feature="--quantize int8")
     QuantType, quantize_dynamic = quantization.QuantType, quantization.quantize_dynamic
@@ -125,7 +127,7 @@ def _quantize_int8(src: Path, dst: Path) -> None:
     os.close(fd)
     try:
         quantize_dynamic(str(src), tmp, weight_type=QuantType.QInt8,
-                         op_types_to_quantize=["MatMul", "Attention"], per_channel=True,
+                         op_types_to_quantize=["MatMul"], per_channel=True,
                          reduce_range=True,  # 7-bit weights: no int16 saturation on AVX2 without VNNI
                          use_external_data_format=src.with_name(src.name + ".data").is_file(),
                          extra_options={"DefaultTensorType": TensorProto.FLOAT})
@@ -135,24 +137,29 @@ def _quantize_int8(src: Path, dst: Path) -> None:
         raise
 
 
-def plan_chunks(lengths: np.ndarray, batch_size: int, max_batch_tokens: int, overhead: int) -> list[int]:
-    """Cut points of sorted (longest first) ``lengths`` into sub-batches.
+def plan_chunks(lengths: np.ndarray, batch_size: int, max_batch_tokens: int, overhead: float,
+                attention_weight: float = 0.0) -> list[int]:
+    """Cut points of sorted (longest first) ``lengths`` into model calls.
 
-    Minimises the padded tokens computed (rows x the chunk's longest) plus
-    ``overhead`` token-equivalents per call, with at most ``batch_size`` rows
-    and ``max_batch_tokens`` padded tokens per chunk (dynamic programming over
-    the sorted lengths). Returns the chunk ends.
+    A call costs ``overhead`` token-equivalents, plus its real tokens, plus
+    ``attention_weight`` per (query, key) pair of its padded attention
+    (rows x the call's longest^2); at most ``batch_size`` rows and
+    ``max_batch_tokens`` padded tokens per call. Dynamic programming over the
+    sorted lengths finds the cheapest cut; returns the calls' ends.
     """
     n = len(lengths)
     ls = lengths.tolist()
+    prefix = [0]
+    for v in ls:
+        prefix.append(prefix[-1] + v)
     best = [0.0] + [float("inf")] * n
     cut = [0] * (n + 1)
     for i in range(1, n + 1):
         for j in range(max(0, i - batch_size), i):
-            rows = i - j
-            if rows > 1 and rows * ls[j] > max_batch_tokens:
+            rows, width = i - j, ls[j]
+            if rows > 1 and rows * width > max_batch_tokens:
                 continue
-            cost = best[j] + overhead + rows * ls[j]
+            cost = best[j] + overhead + (prefix[i] - prefix[j]) + attention_weight * rows * width * width
             if cost < best[i]:
                 best[i], cut[i] = cost, j
     ends = []
@@ -175,8 +182,9 @@ class OnnxBertBackend(SentenceEncoder):
             quantization of the linear layers: faster, slightly less exact).
         batch_size: most sequences in one ONNX Runtime call.
         max_batch_tokens: most padded tokens in one call.
-        bucket_overhead: a call's fixed cost in token-equivalents, which
-            decides how far a batch is cut into length buckets.
+        bucket_overhead: a call's fixed cost in token-equivalents, weighed
+            against attention's padded scores when a batch mixes long and
+            short sequences (:func:`plan_chunks`).
         providers: ONNX Runtime execution providers (default: CPU).
         cache: folder for built graphs (default: :func:`cache_dir` / "onnx").
         spinning: whether idle intra-op threads spin-wait (ONNX Runtime's own
@@ -215,6 +223,10 @@ class OnnxBertBackend(SentenceEncoder):
         self.quantize = quantize
         self._batch_size, self._max_batch_tokens = int(batch_size), int(max_batch_tokens)
         self._overhead = int(bucket_overhead)
+        # one (query, key) pair of attention (4 x hidden FLOPs a layer) against one token's linear
+        # layers, x3: the attention kernel runs at about a third of the matrix products' rate
+        m = self.model
+        self._attention_weight = 3 * 4 * m.hidden / (2 * (4 * m.hidden ** 2 + 2 * m.hidden * m.intermediate))
         self.graph_path = self._graph(Path(cache) if cache is not None else cache_dir() / "onnx")
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -250,17 +262,11 @@ class OnnxBertBackend(SentenceEncoder):
     def _encode_sorted(self, seqs: list[list[int]], lengths: np.ndarray) -> np.ndarray:
         out = np.empty((len(seqs), self.dimensions), dtype=_F32)
         start = 0
-        for end in plan_chunks(lengths, self._batch_size, self._max_batch_tokens, self._overhead):
+        for end in plan_chunks(lengths, self._batch_size, self._max_batch_tokens, self._overhead,
+                               self._attention_weight):
             rows = lengths[start:end]
-            width = int(rows[0])
-            mask = np.arange(width, dtype=np.int32) < rows[:, None]
-            ids = np.zeros(mask.shape, dtype=np.int32)
-            ids[mask] = np.fromiter((t for s in seqs[start:end] for t in s), dtype=np.int32,
-                                    count=int(rows.sum()))
-            (hidden,) = self._session.run(["last_hidden_state"],
-                                          {"input_ids": ids, "attention_mask": mask.astype(np.int32)})
-            packed = hidden.reshape(-1, hidden.shape[-1]) if mask.all() else hidden[mask]
-            out[start:end] = pool(packed, rows, self.model.pooling, self.model.normalize)
+            (hidden,) = self._session.run(["last_hidden_state"], packed_feeds(seqs[start:end], rows))
+            out[start:end] = pool(hidden, rows, self.model.pooling, self.model.normalize)
             start = end
         return out
 

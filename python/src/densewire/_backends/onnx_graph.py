@@ -1,95 +1,130 @@
 """Build the ONNX graph of a BERT-family encoder from its weights, without torch.
 
-The graph uses ONNX Runtime's fused transformer operators (domain
-``com.microsoft``) directly, the ones its transformer optimizer would produce
-from an exported graph:
+The graph computes every linear layer on the *real* tokens only: the batch
+arrives packed, sequences back to back, and only attention, which needs each
+sequence's tokens side by side, works on a padded ``(batch, sequence)`` view
+gathered for it and scattered back. Padding therefore costs only attention's
+scores, not the matrix products that are nearly all of a short sequence's
+work. Per layer:
 
-* ``EmbedLayerNormalization``: word + position (+ token type 0, folded into the
-  position table) embeddings and their LayerNorm in one kernel, and the
-  per-row count of real tokens (the attention mask index);
-* ``Attention``: the fused Q/K/V projection, scaled dot-product attention over
-  the real tokens of each row (right padding) and the head merge;
-* ``SkipLayerNormalization``: bias + residual + LayerNorm;
-* ``BiasGelu``: bias + exact (erf) GELU.
+* ``MatMul`` of the packed tokens by the fused Q/K/V weights, ``Gather`` into
+  the padded view, ``Split`` into Q, K and V;
+* ``MultiHeadAttention`` (domain ``com.microsoft``) with the Q/K/V bias and the
+  key padding mask, and a ``Gather`` of its real rows back into packed order;
+* ``MatMul`` + ``SkipLayerNormalization`` (bias, residual, LayerNorm), the
+  feed-forward ``MatMul`` + ``BiasGelu`` (exact erf GELU) + ``MatMul`` and a
+  second ``SkipLayerNormalization``.
 
-Inputs: ``input_ids`` and ``attention_mask``, int32 ``(batch, sequence)``,
-right-padded. Output: ``last_hidden_state`` float32 ``(batch, sequence,
-hidden)``; pooling runs outside the graph (``bert_model.pool``), shared with
-the numpy engine. :data:`BUILDER_VERSION` is part of the cache key: bump it
-whenever the graph this module builds changes.
+The embeddings are ``Gather`` of the word and position tables (token type 0
+folded into the positions), ``Add`` and ``LayerNormalization``.
+
+Inputs (int32): ``input_ids`` and ``position_ids`` ``(tokens,)``, the packed
+batch; ``pad_index`` ``(batch, sequence)``, the packed row of each padded slot
+(any row for a pad slot); ``unpad_index`` ``(tokens,)``, the flat padded slot of
+each packed token; ``key_padding_mask`` ``(batch, sequence)``, 1 for real
+tokens. :func:`packed_feeds` makes them from a batch of sequences. Output:
+``last_hidden_state`` float32 ``(tokens, hidden)`` in packed order; pooling
+runs outside the graph (``bert_model.pool``), shared with the numpy engine.
+:data:`BUILDER_VERSION` is part of the cache key: bump it whenever the graph
+this module builds changes.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
 from .._optional import require
 from .bert_model import BertModel
 
-__all__ = ["BUILDER_VERSION", "build_graph", "OPSET"]
+__all__ = ["BUILDER_VERSION", "build_graph", "packed_feeds", "OPSET"]
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
 OPSET = 17
 _MS = "com.microsoft"
+_I32 = np.int32
+
+
+def packed_feeds(seqs: Sequence[Sequence[int]], lengths: np.ndarray) -> dict[str, np.ndarray]:
+    """The graph's inputs for ``seqs`` (``lengths`` tokens each, all > 0)."""
+    rows, width = len(lengths), int(lengths.max())
+    tokens = int(lengths.sum())
+    mask = np.arange(width, dtype=_I32) < lengths[:, None]
+    unpad = np.flatnonzero(mask).astype(_I32)  # row-major: sequence by sequence, as packed
+    pad = np.zeros(rows * width, dtype=_I32)
+    pad[unpad] = np.arange(tokens, dtype=_I32)
+    starts = np.zeros(rows, dtype=_I32)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    return {
+        "input_ids": np.fromiter((t for s in seqs for t in s), dtype=_I32, count=tokens),
+        "position_ids": np.arange(tokens, dtype=_I32) - np.repeat(starts, lengths),
+        "pad_index": pad.reshape(rows, width),
+        "unpad_index": unpad,
+        "key_padding_mask": mask.astype(_I32),
+    }
 
 
 def build_graph(model: BertModel) -> "onnx.ModelProto":  # noqa: F821 (onnx imported lazily)
-    """The fused ONNX graph of ``model`` (weights embedded as initializers)."""
+    """The packed ONNX graph of ``model`` (weights embedded as initializers)."""
     onnx = require("onnx", extra="serve", feature="the ONNX engine")
     TensorProto, helper, numpy_helper = onnx.TensorProto, onnx.helper, onnx.numpy_helper
 
     emb, layers = model.load_weights()
     inits: list[onnx.TensorProto] = []
     nodes: list[onnx.NodeProto] = []
+    d = model.hidden
 
-    def const(name: str, array: np.ndarray) -> str:
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(array, dtype=np.float32), name))
+    def const(name: str, array: np.ndarray, dtype: type = np.float32) -> str:
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(array, dtype=dtype), name))
         return name
 
+    def node(op: str, inputs: list[str], outputs: list[str], name: str, **attrs: object) -> None:
+        domain = _MS if op in ("MultiHeadAttention", "SkipLayerNormalization", "BiasGelu") else ""
+        nodes.append(helper.make_node(op, inputs, outputs, name=name, domain=domain, **attrs))
+
     position = emb["position"] + emb["token_type"]  # every input is segment 0
-    nodes.append(helper.make_node(
-        "EmbedLayerNormalization",
-        ["input_ids", "", const("word_embeddings", emb["word"]), const("position_embeddings", position),
-         "", const("embeddings_ln_w", emb["ln_w"]), const("embeddings_ln_b", emb["ln_b"]), "attention_mask"],
-        ["hidden_0", "mask_index"], name="embeddings", domain=_MS, epsilon=model.eps,
-    ))
+    node("Gather", [const("word_embeddings", emb["word"]), "input_ids"], ["word"], "word", axis=0)
+    node("Gather", [const("position_embeddings", position), "position_ids"], ["position"], "position", axis=0)
+    node("Add", ["word", "position"], ["embedded"], "embedded")
+    node("LayerNormalization", ["embedded", const("embeddings_ln_w", emb["ln_w"]),
+                                const("embeddings_ln_b", emb["ln_b"])],
+         ["hidden_0"], "embeddings_ln", axis=-1, epsilon=model.eps)
+    rows_shape = const("rows_shape", np.array([-1, d]), np.int64)
+    qkv_split = const("qkv_split", np.array([d, d, d]), np.int64)
     x = "hidden_0"
     for n, lay in enumerate(layers):
         p = f"layer{n}_"
         w_qkv = np.concatenate([lay.w_q, lay.w_k, lay.w_v], axis=1)
         b_qkv = np.concatenate([lay.b_q, lay.b_k, lay.b_v])
-        nodes.append(helper.make_node(
-            "Attention", [x, const(p + "qkv_w", w_qkv), const(p + "qkv_b", b_qkv), "mask_index"],
-            [p + "context"], name=p + "attention", domain=_MS, num_heads=model.heads,
-        ))
-        nodes.append(helper.make_node("MatMul", [p + "context", const(p + "attn_out_w", lay.w_o)],
-                                      [p + "attn_out"], name=p + "attn_out"))
-        nodes.append(helper.make_node(
-            "SkipLayerNormalization",
-            [p + "attn_out", x, const(p + "ln1_w", lay.ln1_w), const(p + "ln1_b", lay.ln1_b),
-             const(p + "attn_out_b", lay.b_o)],
-            [p + "attn_norm"], name=p + "ln1", domain=_MS, epsilon=model.eps,
-        ))
-        nodes.append(helper.make_node("MatMul", [p + "attn_norm", const(p + "ffn_in_w", lay.w_in)],
-                                      [p + "ffn_in"], name=p + "ffn_in"))
-        nodes.append(helper.make_node("BiasGelu", [p + "ffn_in", const(p + "ffn_in_b", lay.b_in)],
-                                      [p + "ffn_act"], name=p + "gelu", domain=_MS))
-        nodes.append(helper.make_node("MatMul", [p + "ffn_act", const(p + "ffn_out_w", lay.w_out)],
-                                      [p + "ffn_out"], name=p + "ffn_out"))
+        node("MatMul", [x, const(p + "qkv_w", w_qkv)], [p + "qkv"], p + "qkv")
+        node("Gather", [p + "qkv", "pad_index"], [p + "qkv_padded"], p + "pad", axis=0)
+        node("Split", [p + "qkv_padded", qkv_split], [p + "q", p + "k", p + "v"], p + "split", axis=2)
+        node("MultiHeadAttention", [p + "q", p + "k", p + "v", const(p + "qkv_b", b_qkv), "key_padding_mask"],
+             [p + "context_padded"], p + "attention", num_heads=model.heads)
+        node("Reshape", [p + "context_padded", rows_shape], [p + "context_slots"], p + "slots")
+        node("Gather", [p + "context_slots", "unpad_index"], [p + "context"], p + "unpad", axis=0)
+        node("MatMul", [p + "context", const(p + "attn_out_w", lay.w_o)], [p + "attn_out"], p + "attn_out")
+        node("SkipLayerNormalization", [p + "attn_out", x, const(p + "ln1_w", lay.ln1_w),
+                                        const(p + "ln1_b", lay.ln1_b), const(p + "attn_out_b", lay.b_o)],
+             [p + "attn_norm"], p + "ln1", epsilon=model.eps)
+        node("MatMul", [p + "attn_norm", const(p + "ffn_in_w", lay.w_in)], [p + "ffn_in"], p + "ffn_in")
+        node("BiasGelu", [p + "ffn_in", const(p + "ffn_in_b", lay.b_in)], [p + "ffn_act"], p + "gelu")
+        node("MatMul", [p + "ffn_act", const(p + "ffn_out_w", lay.w_out)], [p + "ffn_out"], p + "ffn_out")
         out = "last_hidden_state" if n == len(layers) - 1 else f"hidden_{n + 1}"
-        nodes.append(helper.make_node(
-            "SkipLayerNormalization",
-            [p + "ffn_out", p + "attn_norm", const(p + "ln2_w", lay.ln2_w), const(p + "ln2_b", lay.ln2_b),
-             const(p + "ffn_out_b", lay.b_out)],
-            [out], name=p + "ln2", domain=_MS, epsilon=model.eps,
-        ))
+        node("SkipLayerNormalization", [p + "ffn_out", p + "attn_norm", const(p + "ln2_w", lay.ln2_w),
+                                        const(p + "ln2_b", lay.ln2_b), const(p + "ffn_out_b", lay.b_out)],
+             [out], p + "ln2", epsilon=model.eps)
         x = out
+    i32 = TensorProto.INT32
     graph = helper.make_graph(
         nodes, "sentence_encoder",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT32, ["batch", "sequence"]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT32, ["batch", "sequence"])],
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
-                                       ["batch", "sequence", model.hidden])],
+        [helper.make_tensor_value_info("input_ids", i32, ["tokens"]),
+         helper.make_tensor_value_info("position_ids", i32, ["tokens"]),
+         helper.make_tensor_value_info("pad_index", i32, ["batch", "sequence"]),
+         helper.make_tensor_value_info("unpad_index", i32, ["tokens"]),
+         helper.make_tensor_value_info("key_padding_mask", i32, ["batch", "sequence"])],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["tokens", d])],
         initializer=inits,
     )
     proto = helper.make_model(
