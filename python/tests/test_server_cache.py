@@ -112,6 +112,38 @@ def test_concurrent_requests_share_model_calls() -> None:
         assert o[:, 0].tolist() == [len(t) for t in r]
 
 
+def test_clients_in_lock_step_do_not_split_into_cohorts() -> None:
+    """8 clients, each sending its next request as soon as it has its answer (one request in flight
+    each), starting in two groups of 4. A call that started the moment the previous one ended would
+    take only the group that waited through it, and the groups would alternate for ever (calls of 4);
+    waiting for the answered clients' next requests merges them into calls of 8."""
+    fn = Recorder(delay=0.03)
+
+    async def run() -> None:
+        pool = ThreadPoolExecutor(1)
+        b = MicroBatcher(fn, pool, metrics=Metrics(), max_batch_tokens=1000, max_wait=0.05, concurrency=1)
+        b.start()
+
+        async def client(k: int, delay: float) -> None:
+            await asyncio.sleep(delay)
+            for i in range(8):
+                (fut, _, _), = b.submit([f"c{k} r{i}"], [2])
+                await fut
+                await asyncio.sleep(0.002)  # the client reads the answer and sends its next request
+
+        try:
+            await asyncio.gather(*(client(k, 0.0 if k < 4 else 0.06) for k in range(8)))
+        finally:
+            await b.close()
+            pool.shutdown()
+
+    asyncio.run(run())
+    sizes = [len(c) for c in fn.calls]
+    assert sum(sizes) == 64
+    assert sizes[0] == 4  # the first group alone; the second started while it ran
+    assert min(sizes[2:-1]) == 8, sizes  # merged from the second call on (old rule: 4, 4, 4, ...)
+
+
 def test_batch_token_bound() -> None:
     fn = Recorder()
     reqs = [["w " * 10] * 5 for _ in range(4)]  # 50 tokens per request, 10 per text

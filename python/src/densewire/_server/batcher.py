@@ -1,10 +1,13 @@
 """Micro-batching: inputs of concurrent requests are gathered into bounded model calls.
 
 Each request's texts are cut into *chunks* of at most ``max_batch_tokens`` tokens; a model call
-takes whole chunks from the queue, oldest first, while their tokens fit. When the model is idle the
-call waits up to ``max_wait`` seconds for more input (so that requests arriving together share a
-call); when it is busy, input piles up by itself and the next call starts as soon as a slot frees.
-Model calls run in a thread pool, never on the event loop.
+takes whole chunks from the queue, oldest first, while their tokens fit. Before a call that is not
+full, the batcher waits up to ``max_wait`` seconds for more input: when the model is idle, so that
+requests arriving together share a call; and when a slot has just freed, so that the clients the
+last call answered, whose next requests are on their way, join the next call instead of waiting
+for the one after. Without that second wait, clients in lock-step split into cohorts that alternate
+between calls: 8 one-sentence clients ran as calls of 4 (bench/model/RESULTS.md). Model calls run
+in a thread pool, never on the event loop.
 
 A chunk whose future was cancelled while it waited (every request waiting on it left: deadline
 passed or client gone, see ``admission.py``) is dropped when the next call is formed: its inputs
@@ -125,9 +128,8 @@ class MicroBatcher:
             while not self._queue:
                 self._more.clear()
                 await self._more.wait()
-            idle = not self._slots.locked()
             await self._slots.acquire()
-            if idle and self.max_wait > 0 and self._queued_tokens < self.max_batch_tokens:
+            if self.max_wait > 0 and self._queued_tokens < self.max_batch_tokens:
                 deadline = loop.time() + self.max_wait
                 while self._queued_tokens < self.max_batch_tokens:
                     remaining = deadline - loop.time()

@@ -168,8 +168,8 @@ SETTINGS: tuple[Setting, ...] = (
             "https://maps.example.com, or * for any (default: none, same-origin only). The Densewire-* "
             "headers and ETag are exposed to their scripts", "ORIGINS"),
     Setting("max_batch_tokens", int, "most tokens in one model call (default 16384)", "N"),
-    Setting("max_batch_wait_ms", float, "how long a model call waits for more inputs when the "
-            "model is idle (default 2)", "MS"),
+    Setting("max_batch_wait_ms", float, "how long a model call that is not full waits for "
+            "more inputs (default 2)", "MS"),
     Setting("max_client_batch_size", int, "most inputs in one request (default 2048)", "N"),
     Setting("max_body_bytes", _size, "largest request body, compressed and decompressed "
             "(default 16M)", "BYTES"),
