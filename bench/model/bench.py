@@ -6,6 +6,8 @@ Engines (each in its own process, loaded once, all on --threads intra-op threads
   onnx         densewire's ONNX engine (the default), float32       project .venv
   onnx-nospin  the same with spinning=False (idle threads sleep: the default since this run)
   onnx-int8    the same with --quantize int8                        project .venv
+  onnx-buckets the engine before builder version 2 (fused Attention on padded length buckets,
+               bucketed_graph.py), spinning=False                   project .venv
   numpy        densewire's numpy engine (the reference)              project .venv
   numpy-noenv  numpy again without OPENBLAS_CORETYPE/L2_SIZE (only when they are set)
   plain-opt    a plain ONNX graph after ONNX Runtime's transformer optimizer   bench venv
@@ -238,7 +240,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--http-rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--engines", default="onnx,onnx-nospin,onnx-int8,numpy,plain-opt,st,infinity")
+    ap.add_argument("--engines", default="onnx,onnx-nospin,onnx-buckets,onnx-int8,numpy,plain-opt,st,infinity")
     ap.add_argument("--no-http", action="store_true")
     ap.add_argument("--http-only", action="store_true", help="only the HTTP part (--engines picks the servers)")
     ap.add_argument("--http-sentences", type=int, default=96,
@@ -280,7 +282,7 @@ def main() -> None:
         print(json.dumps(result, indent=1))
         return
     spec = {"onnx": (MAIN_PY, "onnx"), "onnx-int8": (MAIN_PY, "onnx-int8"), "numpy": (MAIN_PY, "numpy"),
-            "onnx-nospin": (MAIN_PY, "onnx-nospin"),
+            "onnx-nospin": (MAIN_PY, "onnx-nospin"), "onnx-buckets": (MAIN_PY, "onnx-buckets"),
             "plain-opt": (BENCH_PY, "plain-optimized"), "st": (BENCH_PY, "st"), "infinity": (BENCH_PY, "infinity")}
     workers: dict[str, Worker] = {}
     for name in wanted:

@@ -2,7 +2,7 @@
 
     python engines.py ENGINE MODEL_FOLDER THREADS
 
-ENGINE: onnx, onnx-int8, onnx-nospin, numpy (densewire's engines; run with the project's
+ENGINE: onnx, onnx-int8, onnx-nospin, onnx-buckets, numpy (densewire's engines; run with the project's
 .venv), st (sentence-transformers on torch) or infinity (infinity-emb's torch
 engine, in process; both run with bench/model/.venv). Each line on stdin is a
 JSON command, each answer one JSON line on stdout:
@@ -30,6 +30,11 @@ def load(engine: str, folder: str, threads: int) -> Callable[[list[str]], np.nda
 
         b = OnnxBertBackend(folder, threads=threads, quantize="int8" if engine == "onnx-int8" else None,
                             spinning=engine != "onnx-nospin")  # as measured in RESULTS.md
+        return b.embed
+    if engine == "onnx-buckets":
+        from bucketed_graph import BucketedOnnxBackend
+
+        b = BucketedOnnxBackend(folder, threads=threads, spinning=False)
         return b.embed
     if engine in ("numpy", "numpy-noenv"):
         from densewire._backends import BertBackend
