@@ -82,14 +82,14 @@ def test_graph_runs_the_linear_layers_on_packed_tokens(model: OnnxBertBackend) -
     graph = onnx.load(str(model.graph_path), load_external_data=False).graph
     ops = [(n.domain, n.op_type) for n in graph.node]
     assert ops.count(("com.microsoft", "MultiHeadAttention")) == 6
-    assert ops.count(("com.microsoft", "SkipLayerNormalization")) == 12
-    assert ops.count(("com.microsoft", "BiasGelu")) == 6
+    assert ops.count(("", "LayerNormalization")) == 13  # the embeddings' and two a layer
+    assert ops.count(("com.microsoft", "Gelu")) == 6
     assert ops.count(("", "MatMul")) == 24  # Q/K/V, attention output, feed-forward in and out
-    # every MatMul reads packed tokens: the first layer's input, a SkipLayerNormalization's output,
-    # the attention context gathered back by unpad_index, or the GELU of packed tokens
-    packed = {"hidden_0"} | {o for n in graph.node for o in n.output
-                             if n.op_type in ("SkipLayerNormalization", "BiasGelu")
-                             or (n.op_type == "Gather" and n.input[1] == "unpad_index")}
+    # every MatMul reads packed tokens: a LayerNormalization's output (the first layer's input
+    # included), the attention context gathered back by unpad_index, or the GELU of packed tokens
+    packed = {o for n in graph.node for o in n.output
+              if n.op_type in ("LayerNormalization", "Gelu")
+              or (n.op_type == "Gather" and n.input[1] == "unpad_index")}
     assert all(n.input[0] in packed for n in graph.node if n.op_type == "MatMul")
     # and only attention reads the padded view
     padded = {o for n in graph.node if n.op_type == "Gather" and n.input[1] == "pad_index" for o in n.output}
@@ -97,6 +97,29 @@ def test_graph_runs_the_linear_layers_on_packed_tokens(model: OnnxBertBackend) -
     assert readers == {"Split"}
     assert [i.name for i in graph.input] == ["input_ids", "position_ids", "pad_index", "unpad_index",
                                              "key_padding_mask"]
+
+
+def test_the_slow_fusions_stay_off(model: OnnxBertBackend, tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import onnxruntime as ort
+
+    def optimized(disabled: list[str]) -> set[str]:
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+        ort.InferenceSession(str(model.graph_path), opts, providers=["CPUExecutionProvider"],
+                             disabled_optimizers=disabled)
+        return {n.op_type for n in onnx.load(opts.optimized_model_filepath).graph.node}
+
+    # what the session runs: each product and its bias one Gemm, no SkipLayerNormalization or BiasGelu
+    ops = optimized(list(onnx_graph.DISABLED_FUSIONS))
+    assert not ops & {"SkipLayerNormalization", "BiasGelu"} and {"Gemm", "LayerNormalization", "Gelu"} <= ops
+    # and the backend passes them to its session
+    seen: dict[str, object] = {}
+    real = ort.InferenceSession
+    monkeypatch.setattr(ort, "InferenceSession", lambda *a, **kw: seen.update(kw) or real(*a, **kw))
+    OnnxBertBackend(default_model_path(), cache=model.graph_path.parent, threads=1)
+    assert list(seen["disabled_optimizers"]) == list(onnx_graph.DISABLED_FUSIONS)
 
 
 def test_packed_feeds() -> None:

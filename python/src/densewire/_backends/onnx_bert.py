@@ -30,7 +30,7 @@ import numpy as np
 
 from .._optional import require
 from .bert_model import BertModel, SentenceEncoder, pool
-from .onnx_graph import BUILDER_VERSION, build_graph, packed_feeds
+from .onnx_graph import BUILDER_VERSION, DISABLED_FUSIONS, build_graph, packed_feeds
 
 __all__ = ["OnnxBertBackend", "cache_dir", "import_onnxruntime", "QUANTIZE_CHOICES"]
 
@@ -236,7 +236,8 @@ class OnnxBertBackend(SentenceEncoder):
             opts.intra_op_num_threads = threads
         opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
         self._session = ort.InferenceSession(str(self.graph_path), opts,
-                                             providers=providers or ["CPUExecutionProvider"])
+                                             providers=providers or ["CPUExecutionProvider"],
+                                             disabled_optimizers=list(DISABLED_FUSIONS))
         self.execution_provider = self._session.get_providers()[0]
         self.threads = threads or None
         self._init_tokenizers(name)

@@ -11,9 +11,18 @@ work. Per layer:
   the padded view, ``Split`` into Q, K and V;
 * ``MultiHeadAttention`` (domain ``com.microsoft``) with the Q/K/V bias and the
   key padding mask, and a ``Gather`` of its real rows back into packed order;
-* ``MatMul`` + ``SkipLayerNormalization`` (bias, residual, LayerNorm), the
-  feed-forward ``MatMul`` + ``BiasGelu`` (exact erf GELU) + ``MatMul`` and a
-  second ``SkipLayerNormalization``.
+* ``MatMul``, ``Add`` of the bias and of the residual, ``LayerNormalization``;
+  the feed-forward ``MatMul``, ``Add`` of the bias, ``Gelu`` (exact erf form,
+  ``com.microsoft``), ``MatMul``, the two ``Add`` and a second
+  ``LayerNormalization``.
+
+ONNX Runtime's optimizer folds each matrix product and its bias into one
+``Gemm``. Its fusions into ``SkipLayerNormalization`` and ``BiasGelu``, which
+the graph of builder version 2 used, are kept off when the session is made
+(:data:`DISABLED_FUSIONS`; ONNX Runtime 1.31 does not apply them to these 2-D
+tensors anyway): on the AVX2 machines this project measures on,
+``SkipLayerNormalization`` ran 4-5x slower than ``Add`` + ``LayerNormalization``
+and the model 4-9 % slower with them (bench/model/RESULTS.md).
 
 The embeddings are ``Gather`` of the word and position tables (token type 0
 folded into the positions), ``Add`` and ``LayerNormalization``.
@@ -38,9 +47,11 @@ import numpy as np
 from .._optional import require
 from .bert_model import BertModel
 
-__all__ = ["BUILDER_VERSION", "build_graph", "packed_feeds", "OPSET"]
+__all__ = ["BUILDER_VERSION", "DISABLED_FUSIONS", "build_graph", "packed_feeds", "OPSET"]
 
-BUILDER_VERSION = "2"
+BUILDER_VERSION = "3"
+#: ONNX Runtime graph transformers to switch off for this graph (``InferenceSession(disabled_optimizers=...)``)
+DISABLED_FUSIONS = ("SkipLayerNormFusion", "BiasGeluFusion")
 OPSET = 17
 _MS = "com.microsoft"
 _I32 = np.int32
@@ -80,7 +91,7 @@ def build_graph(model: BertModel) -> "onnx.ModelProto":  # noqa: F821 (onnx impo
         return name
 
     def node(op: str, inputs: list[str], outputs: list[str], name: str, **attrs: object) -> None:
-        domain = _MS if op in ("MultiHeadAttention", "SkipLayerNormalization", "BiasGelu") else ""
+        domain = _MS if op in ("MultiHeadAttention", "Gelu") else ""
         nodes.append(helper.make_node(op, inputs, outputs, name=name, domain=domain, **attrs))
 
     position = emb["position"] + emb["token_type"]  # every input is segment 0
@@ -105,16 +116,19 @@ def build_graph(model: BertModel) -> "onnx.ModelProto":  # noqa: F821 (onnx impo
         node("Reshape", [p + "context_padded", rows_shape], [p + "context_slots"], p + "slots")
         node("Gather", [p + "context_slots", "unpad_index"], [p + "context"], p + "unpad", axis=0)
         node("MatMul", [p + "context", const(p + "attn_out_w", lay.w_o)], [p + "attn_out"], p + "attn_out")
-        node("SkipLayerNormalization", [p + "attn_out", x, const(p + "ln1_w", lay.ln1_w),
-                                        const(p + "ln1_b", lay.ln1_b), const(p + "attn_out_b", lay.b_o)],
-             [p + "attn_norm"], p + "ln1", epsilon=model.eps)
+        node("Add", [p + "attn_out", const(p + "attn_out_b", lay.b_o)], [p + "attn_biased"], p + "attn_bias")
+        node("Add", [p + "attn_biased", x], [p + "attn_residual"], p + "attn_residual")
+        node("LayerNormalization", [p + "attn_residual", const(p + "ln1_w", lay.ln1_w), const(p + "ln1_b", lay.ln1_b)],
+             [p + "attn_norm"], p + "ln1", axis=-1, epsilon=model.eps)
         node("MatMul", [p + "attn_norm", const(p + "ffn_in_w", lay.w_in)], [p + "ffn_in"], p + "ffn_in")
-        node("BiasGelu", [p + "ffn_in", const(p + "ffn_in_b", lay.b_in)], [p + "ffn_act"], p + "gelu")
+        node("Add", [p + "ffn_in", const(p + "ffn_in_b", lay.b_in)], [p + "ffn_biased"], p + "ffn_in_bias")
+        node("Gelu", [p + "ffn_biased"], [p + "ffn_act"], p + "gelu")
         node("MatMul", [p + "ffn_act", const(p + "ffn_out_w", lay.w_out)], [p + "ffn_out"], p + "ffn_out")
+        node("Add", [p + "ffn_out", const(p + "ffn_out_b", lay.b_out)], [p + "ffn_biased_out"], p + "ffn_out_bias")
+        node("Add", [p + "ffn_biased_out", p + "attn_norm"], [p + "ffn_residual"], p + "ffn_residual")
         out = "last_hidden_state" if n == len(layers) - 1 else f"hidden_{n + 1}"
-        node("SkipLayerNormalization", [p + "ffn_out", p + "attn_norm", const(p + "ln2_w", lay.ln2_w),
-                                        const(p + "ln2_b", lay.ln2_b), const(p + "ffn_out_b", lay.b_out)],
-             [out], p + "ln2", epsilon=model.eps)
+        node("LayerNormalization", [p + "ffn_residual", const(p + "ln2_w", lay.ln2_w), const(p + "ln2_b", lay.ln2_b)],
+             [out], p + "ln2", axis=-1, epsilon=model.eps)
         x = out
     i32 = TensorProto.INT32
     graph = helper.make_graph(
