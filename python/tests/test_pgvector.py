@@ -99,6 +99,26 @@ def test_sparsevec_round_trip() -> None:
     assert len(body) == 21 + 20 * (2 + 12 + 4 + 12) + 8 * nnz
 
 
+def test_sparsevec_dense_tensor_is_bounded_before_it_is_allocated() -> None:
+    """SPEC.md 16.2: a sparsevec row of 12 bytes can stand for 4 GB of zeros; the reader refuses a dense
+    tensor above 4096 times the stream's size (at least 64 MiB), at the offset of the row's d, as Go and
+    Rust do, and reads the largest one under the bound."""
+    def stream(d: int, rows: int) -> bytes:
+        row = struct.pack(">hiiii", 1, 12, d, 0, 0)  # one column, a sparsevec of d dimensions, no non-zero
+        return _pgcopy.HEADER + row * rows + _pgcopy.TRAILER
+
+    huge = stream(1_000_000_000, 1)  # 4 GB dense from a 35-byte stream
+    with pytest.raises(densewire.InvalidFieldError) as err:
+        pgvector.decode_copy(huge, pg_type="sparsevec")
+    assert (err.value.field, err.value.offset) == ("embedding", 19 + 2 + 4)
+    d = 1 << 20  # 4 MiB a row: the 17th row passes the 64 MiB floor (the stream is far smaller)
+    with pytest.raises(densewire.InvalidFieldError) as err:
+        pgvector.decode_copy(stream(d, 17), pg_type="sparsevec")
+    assert err.value.offset == 19 + 16 * 18 + 2 + 4
+    got = pgvector.decode_copy(stream(d, 16), pg_type="sparsevec")
+    assert got.tensor.shape == (16, d) and not got.tensor.array.any()
+
+
 def test_chunks_make_the_same_stream_and_number_rows_in_errors() -> None:
     v = RNG.standard_normal((1000, 8)).astype(np.float32)
     ids = np.arange(1000)
