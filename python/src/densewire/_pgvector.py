@@ -9,6 +9,10 @@ functions take a connection the caller opened.
 
 from __future__ import annotations
 
+import os
+import select
+import socket
+import struct
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -23,7 +27,7 @@ from ._pgcopy import HEADER, ID_TYPES, TRAILER, VECTOR_TYPES, CopyColumns, CopyD
 from ._pgcopy_read import read_stream
 from ._tensor import Tensor
 
-__all__ = ["CopyStats", "copy_vectors", "read_vectors", "column_types", "quote_ident", "quote_table", "progress_bar"]
+__all__ = ["CopyStats", "copy_vectors", "direct_socket_reason", "read_vectors", "column_types", "quote_ident", "quote_table", "progress_bar"]
 
 COMMAND_OK = 1  # libpq's PGRES_COMMAND_OK (psycopg.pq.ExecStatus.COMMAND_OK)
 
@@ -39,6 +43,8 @@ class CopyStats:
     rows: int
     bytes: int
     seconds: float
+    #: the tuples went out on the connection's socket directly (True) or through libpq's output buffer
+    direct: bool = False
 
 
 def quote_ident(name: str) -> str:
@@ -101,7 +107,7 @@ def progress_bar(total: int | None, enabled: bool | None, unit: str = " rows") -
 
 def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: Tensor | np.ndarray,
                  ids: Any = None, *, pg_type: str | None = None, id_type: str | None = None,
-                 rows_per_chunk: int = 512, progress: bool | None = None) -> CopyStats:
+                 rows_per_chunk: int = 512, progress: bool | None = None, direct: bool | None = None) -> CopyStats:
     """Load ``vectors`` (an ``(n, d)`` array or Tensor) into ``table`` with binary COPY over a psycopg 3
     connection; ``columns`` is the vector column's name, or ``(id_column, vector_column)`` with ``ids``
     (n ints, texts, UUIDs; None for NULL). The columns' types (vector, halfvec, bit, sparsevec; int8,
@@ -110,6 +116,13 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
     each chunk checked before it is written: a bad value aborts the COPY (PostgreSQL keeps none of its
     rows) and raises the densewire error naming the row. The COPY runs in the connection's transaction:
     commit it (or use an autocommit connection).
+
+    ``direct`` chooses how the tuples are sent: None (the default) writes each chunk's CopyData message
+    on the connection's socket itself, with no copy into libpq's output buffer, when the connection is
+    neither TLS nor GSS-encrypted (see :func:`direct_socket_reason`), and through libpq otherwise;
+    False always goes through libpq; True requires the direct path (InvalidFieldError on ``direct`` when
+    the connection rules it out). Either way libpq ends the COPY, so the server's errors (bad data,
+    constraint violations, naming the COPY's line) are raised by psycopg as they are without it.
     """
     cols = _columns(columns)
     if len(cols) == 2 and ids is None:
@@ -121,6 +134,10 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
         [(c, "") for c in cols]
     layout = _copy_columns(types, pg_type, id_type)
     t = vectors if isinstance(vectors, Tensor) else Tensor.from_array(np.asarray(vectors))
+    why_not = direct_socket_reason(conn) if direct is not False else "direct=False"
+    if direct and why_not:
+        raise InvalidFieldError(f"direct=True, but the COPY cannot be written on the socket: {why_not}",
+                                field="direct")
     update, close = progress_bar(t.n, progress)
     sent = done = 0
     start = time.perf_counter()
@@ -128,18 +145,122 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
         with conn.cursor() as cur, cur.copy(f"COPY {target} ({col_list}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.write(HEADER)  # through psycopg, which then knows that the stream carries its own signature
             sent += len(HEADER)
-            for piece in iter_copy(t, layout, ids, rows_per_chunk=rows_per_chunk, header=False, trailer=False,
-                                   reuse_buffer=True):
-                _put_copy_data(conn, piece)
-                sent += piece.nbytes
-                step = min(rows_per_chunk, t.n - done)
-                done += step
-                update(step)
-            copy.write(TRAILER)
+            writer = _SocketWriter(conn) if not why_not else None
+            try:
+                for piece in iter_copy(t, layout, ids, rows_per_chunk=rows_per_chunk, header=False, trailer=False,
+                                       reuse_buffer=True):
+                    if writer is not None:
+                        writer.send(piece)
+                    else:
+                        _put_copy_data(conn, piece)
+                    sent += piece.nbytes
+                    step = min(rows_per_chunk, t.n - done)
+                    done += step
+                    update(step)
+            finally:
+                if writer is not None:
+                    writer.close()
+            copy.write(TRAILER)  # libpq's output buffer is empty: this follows the last message sent directly
             sent += len(TRAILER)
     finally:
         close()
-    return CopyStats(t.n, sent, time.perf_counter() - start)
+    return CopyStats(t.n, sent, time.perf_counter() - start, writer is not None)
+
+
+def direct_socket_reason(conn: Any) -> str:
+    """Why :func:`copy_vectors` cannot write CopyData messages on ``conn``'s socket itself ("" when it
+    can). The bytes libpq sends are the protocol's as they are only without encryption: TLS
+    (``PQsslInUse``) and GSS encryption rule the direct path out. libpq sets ``PQconnectionUsedGSSAPI``
+    whenever GSS encryption is established (and for GSS authentication, which is then ruled out too, to
+    be safe); where that function is missing (libpq before 16), only a Unix-domain socket (on which libpq
+    never negotiates encryption) or ``gssencmode=disable`` is taken as proof."""
+    if os.name != "posix":
+        return "the direct path needs a POSIX socket"
+    pgconn = conn.pgconn
+    if pgconn.ssl_in_use:
+        return "the connection uses TLS"
+    try:
+        if pgconn.used_gssapi:
+            return "the connection used GSSAPI (it may be GSS-encrypted)"
+    except Exception:  # psycopg's NotSupportedError: libpq < 16 cannot tell
+        options = {o.keyword: o.val for o in pgconn.info}
+        gssencmode = (options.get(b"gssencmode") or b"").decode()
+        if not conn.info.host.startswith("/") and gssencmode != "disable":
+            return "this libpq cannot tell whether the connection is GSS-encrypted"
+    return ""
+
+
+_COPY_DATA = struct.Struct(">ci")  # a CopyData message's header: b"d", then the length of the rest + 4
+
+
+class _SocketWriter:
+    """CopyData messages written on the connection's socket, bypassing libpq's output buffer.
+
+    libpq's output buffer is flushed first, then every message goes out with ``sendmsg`` (header and
+    chunk as two buffers, no concatenation) on a duplicate of libpq's descriptor, which shares its
+    O_NONBLOCK file status: when the socket is full, ``poll`` waits until it is writable or readable, and
+    what the server sends meanwhile (notices, an error) is read into libpq with ``consume_input``, so the
+    server never blocks writing to a client that is blocked writing to it. A message is never left half
+    sent: if sending stops part way (an interrupt, a signal handler raising), the rest is sent before the
+    exception goes on, and if even that fails the connection is closed, as its protocol state is lost."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn, self.pgconn = conn, conn.pgconn
+        self.sock = socket.socket(fileno=os.dup(self.pgconn.socket))
+        self.poll = select.poll()
+        self.poll.register(self.sock.fileno(), select.POLLOUT | select.POLLIN)
+        try:
+            while self.pgconn.flush():  # 1 while libpq still holds bytes (the header, a notice's reply)
+                self._wait()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self.sock.close()  # the duplicate only: libpq's descriptor stays open
+
+    def _wait(self) -> None:
+        for _fd, events in self.poll.poll():
+            if events & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                self.pgconn.consume_input()  # raises psycopg's OperationalError if the connection is gone
+                self.pgconn.is_busy()  # parses what came: notices go to their handlers now, not at the end
+
+    def send(self, data: memoryview) -> None:
+        """One CopyData message of ``data``, whole."""
+        head = _COPY_DATA.pack(b"d", data.nbytes + 4)
+        parts: list[Any] = [head, data]
+        total = len(head) + data.nbytes
+        self.done = 0
+        try:
+            self._send(parts, total)
+        except BaseException:
+            if 0 < self.done < total:  # part of the message is out: the rest must follow, or nothing can
+                try:
+                    self._send(parts, total)
+                except BaseException:
+                    self.close()
+                    self.conn.close()  # the connection's protocol state is lost
+                    raise
+            raise
+
+    def _send(self, parts: list[Any], total: int) -> None:
+        while self.done < total:
+            try:
+                self.done += self.sock.sendmsg(_rest(parts, self.done), (), socket.MSG_NOSIGNAL)
+            except BlockingIOError:
+                self._wait()
+            except InterruptedError:
+                pass
+
+
+def _rest(parts: list[Any], done: int) -> list[Any]:
+    """The buffers of ``parts`` from byte ``done`` on."""
+    for i, p in enumerate(parts):
+        size = len(p) if isinstance(p, bytes) else p.nbytes
+        if done < size:
+            return [memoryview(p)[done:], *parts[i + 1:]] if done else parts[i:]
+        done -= size
+    return []
 
 
 def _put_copy_data(conn: Any, data: memoryview) -> None:

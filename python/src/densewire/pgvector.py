@@ -29,7 +29,7 @@ With a database (psycopg 3; the column types are read from the catalog):
 from ._pgcopy import (HEADER, ID_TYPES, SIGNATURE, TRAILER, VECTOR_TYPES, CopyColumns, CopyData, encode_copy,
                       encode_tuples, iter_copy)
 from ._pgcopy_read import decode_copy
-from ._pgvector import CopyStats, column_types, copy_vectors, read_vectors
+from ._pgvector import CopyStats, column_types, copy_vectors, direct_socket_reason, read_vectors
 
-__all__ = ["copy_vectors", "read_vectors", "encode_copy", "decode_copy", "iter_copy", "encode_tuples", "column_types",
+__all__ = ["copy_vectors", "direct_socket_reason", "read_vectors", "encode_copy", "decode_copy", "iter_copy", "encode_tuples", "column_types",
            "CopyColumns", "CopyData", "CopyStats", "VECTOR_TYPES", "ID_TYPES", "SIGNATURE", "HEADER", "TRAILER"]
