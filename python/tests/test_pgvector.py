@@ -209,3 +209,25 @@ def test_halfvec_refuses_values_that_are_not_finite_in_float16(bad: float) -> No
     v[3, 2] = 65504.0
     back = pgvector.decode_copy(pgvector.encode_copy(v, pg_type="halfvec"), pg_type="halfvec").tensor.array
     assert back[3, 2] == np.float16(65504.0)
+
+
+@pytest.mark.parametrize("pg_type,bad", [("vector", np.nan), ("vector", -np.inf), ("halfvec", 70000.0),
+                                         ("halfvec", np.nan)])
+def test_items_are_checked_block_by_block_and_the_bad_one_named(pg_type: str, bad: float) -> None:
+    """encode_tuples converts, checks and swaps a chunk in blocks of about _BLOCK_BYTES of input: a value
+    that is not finite (or, for halfvec, overflows float16) in a later block of a later chunk is named
+    by its row in the whole stream and its column; the blocks before it and after it encode exactly as a
+    stream of the same rows without it."""
+    d = 1536
+    block = _pgcopy._BLOCK_BYTES // (4 * d)
+    v = RNG.standard_normal((5 * block + 7, d)).astype(np.float32)
+    body = pgvector.encode_copy(v, pg_type=pg_type, ids=np.arange(len(v)), id_type="int8")
+    got = pgvector.decode_copy(body, pg_type=pg_type, id_type="int8")
+    assert np.array_equal(got.tensor.array, v if pg_type == "vector" else densewire.convert(v, "float16").array)
+    row = 3 * block + 5  # in the second chunk of 2 * block + 3 rows, its second block
+    v[row, 1000] = bad
+    cols = pgvector.CopyColumns(pg_type, "embedding", "int8")
+    with pytest.raises(NonFiniteError) as err:
+        for _ in pgvector.iter_copy(v, cols, np.arange(len(v)), rows_per_chunk=2 * block + 3, reuse_buffer=True):
+            pass
+    assert err.value.field == f"embedding[{row}][1000]"
