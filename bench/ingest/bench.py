@@ -1,5 +1,6 @@
 """Loading pgvector columns, side by side against one PostgreSQL: text COPY of pgvector literals,
-pgvector-python with psycopg 3's binary COPY write_row, densewire's binary COPY, and the server-side
+pgvector-python with psycopg 3's binary COPY write_row, densewire's binary COPY (its CopyData messages
+written on the socket directly; and through libpq's buffer, direct=False), and the server-side
 limit (COPY FROM a pre-written binary file the server reads itself); then reading the vectors back
 into one numpy array with densewire and with pgvector-python's adapter.
 
