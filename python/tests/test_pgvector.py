@@ -231,3 +231,29 @@ def test_items_are_checked_block_by_block_and_the_bad_one_named(pg_type: str, ba
         for _ in pgvector.iter_copy(v, cols, np.arange(len(v)), rows_per_chunk=2 * block + 3, reuse_buffer=True):
             pass
     assert err.value.field == f"embedding[{row}][1000]"
+
+
+@pytest.mark.parametrize("pg_type", ["vector", "halfvec"])
+@pytest.mark.parametrize("id_type,ids", [(None, None), ("int8", list(range(-3, 47))), ("int4", np.arange(50, dtype=np.int32)),
+                                         ("uuid", [uuid.UUID(int=i * 7919) for i in range(50)])])
+def test_gathered_tuples_are_the_contiguous_ones(pg_type: str, id_type, ids) -> None:
+    """encode_tuple_parts (what copy_vectors gathers with sendmsg on the socket) gives, row by row, the
+    bytes encode_tuples lays out contiguously, over chunks that reuse its arrays (the last one shorter);
+    tuples of varying width (NULL or text ids) and the bit and sparsevec types are left to encode_tuples."""
+    v = RNG.standard_normal((50, 37)).astype(np.float64 if pg_type == "halfvec" else np.float32)
+    cols = pgvector.CopyColumns(pg_type, "embedding", id_type)
+    buffer: list = []
+    for start in (0, 20, 40):
+        stop = min(start + 20, 50)
+        chunk_ids = None if ids is None else ids[start:stop]
+        heads, items, p, w = _pgcopy.encode_tuple_parts(v[start:stop], cols, chunk_ids, start, buffer)
+        gathered = b"".join(bytes(heads[r * p:(r + 1) * p]) + bytes(items[r * w:(r + 1) * w])
+                            for r in range(stop - start))
+        assert gathered == bytes(pgvector.encode_tuples(v[start:stop], cols, chunk_ids, start))
+    assert _pgcopy.encode_tuple_parts(v, pgvector.CopyColumns(pg_type, "embedding", "int8"), [None] * 50, 0, []) is None
+    assert _pgcopy.encode_tuple_parts(v, pgvector.CopyColumns(pg_type, "embedding", "text"), ["a"] * 50, 0, []) is None
+    assert _pgcopy.encode_tuple_parts(v, pgvector.CopyColumns("bit"), None, 0, []) is None
+    v[33, 5] = np.inf
+    with pytest.raises(NonFiniteError) as err:
+        _pgcopy.encode_tuple_parts(v[20:40], cols, None if ids is None else ids[20:40], 20, buffer)
+    assert err.value.field == "embedding[33][5]"

@@ -23,7 +23,8 @@ import numpy as np
 
 from ._errors import InvalidFieldError
 from ._optional import missing, require
-from ._pgcopy import HEADER, ID_TYPES, TRAILER, VECTOR_TYPES, CopyColumns, CopyData, iter_copy
+from ._pgcopy import (HEADER, ID_TYPES, TRAILER, VECTOR_TYPES, CopyColumns, CopyData, encode_tuple_parts,
+                      encode_tuples)
 from ._pgcopy_read import read_stream
 from ._tensor import Tensor
 
@@ -146,17 +147,27 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
             copy.write(HEADER)  # through psycopg, which then knows that the stream carries its own signature
             sent += len(HEADER)
             writer = _SocketWriter(conn) if not why_not else None
+            tuples: list = []  # the arrays encode_tuples and encode_tuple_parts reuse from chunk to chunk
+            parts_buffer: list = []
             try:
-                for piece in iter_copy(t, layout, ids, rows_per_chunk=rows_per_chunk, header=False, trailer=False,
-                                       reuse_buffer=True):
-                    if writer is not None:
-                        writer.send(piece)
+                for start in range(0, t.n, rows_per_chunk):
+                    stop = min(start + rows_per_chunk, t.n)
+                    chunk = Tensor(t.array[start:stop], t.dtype, t.d)
+                    chunk_ids = None if ids is None else ids[start:stop]
+                    # on the socket, fixed-width tuples go out gathered from their heads and their items
+                    parts = None if writer is None else encode_tuple_parts(chunk, layout, chunk_ids, start,
+                                                                           parts_buffer)
+                    if parts is not None:
+                        sent += writer.send_rows(*parts)
                     else:
-                        _put_copy_data(conn, piece)
-                    sent += piece.nbytes
-                    step = min(rows_per_chunk, t.n - done)
-                    done += step
-                    update(step)
+                        piece = encode_tuples(chunk, layout, chunk_ids, start, tuples)
+                        if writer is not None:
+                            writer.send(piece)
+                        else:
+                            _put_copy_data(conn, piece)
+                        sent += piece.nbytes
+                    done = stop
+                    update(stop - start)
             finally:
                 if writer is not None:
                     writer.close()
@@ -191,13 +202,16 @@ def direct_socket_reason(conn: Any) -> str:
 
 
 _COPY_DATA = struct.Struct(">ci")  # a CopyData message's header: b"d", then the length of the rest + 4
+#: rows of gathered tuples a sendmsg is given (2 buffers a row, under IOV_MAX 1024; 32 rows of 1,536
+#: float32 are about what a Unix socket takes in one call)
+_GATHER_ROWS = 32
 
 
 class _SocketWriter:
     """CopyData messages written on the connection's socket, bypassing libpq's output buffer.
 
-    libpq's output buffer is flushed first, then every message goes out with ``sendmsg`` (header and
-    chunk as two buffers, no concatenation) on a duplicate of libpq's descriptor, which shares its
+    libpq's output buffer is flushed first, then every message goes out with ``sendmsg`` (the header and
+    the tuples' buffers gathered, no concatenation) on a duplicate of libpq's descriptor, which shares its
     O_NONBLOCK file status: when the socket is full, ``poll`` waits until it is writable or readable, and
     what the server sends meanwhile (notices, an error) is read into libpq with ``consume_input``, so the
     server never blocks writing to a client that is blocked writing to it. A message is never left half
@@ -206,6 +220,9 @@ class _SocketWriter:
 
     def __init__(self, conn: Any) -> None:
         self.conn, self.pgconn = conn, conn.pgconn
+        self.done = 0
+        self._iov: list[Any] = []
+        self._iov_key: tuple[int, ...] = ()
         self.sock = socket.socket(fileno=os.dup(self.pgconn.socket))
         self.poll = select.poll()
         self.poll.register(self.sock.fileno(), select.POLLOUT | select.POLLIN)
@@ -229,24 +246,55 @@ class _SocketWriter:
         """One CopyData message of ``data``, whole."""
         head = _COPY_DATA.pack(b"d", data.nbytes + 4)
         parts: list[Any] = [head, data]
-        total = len(head) + data.nbytes
+        self._message(len(head) + data.nbytes, lambda done: _rest(parts, done))
+
+    def send_rows(self, heads: memoryview, items: memoryview, head_size: int, items_size: int) -> int:
+        """One CopyData message of fixed-width tuples gathered from ``heads`` and ``items``
+        (:func:`encode_tuple_parts`), in at most :data:`_GATHER_ROWS` rows' buffers a ``sendmsg``;
+        the bytes of the tuples."""
+        size = head_size + items_size
+        k = heads.nbytes // head_size
+        key = (heads.obj.__array_interface__["data"][0], items.obj.__array_interface__["data"][0], head_size,
+               items_size)
+        if self._iov_key != key or len(self._iov) < 2 * k:  # the same arrays as the last chunk: the same views
+            self._iov = [m for r in range(k) for m in (heads[r * head_size:(r + 1) * head_size],
+                                                      items[r * items_size:(r + 1) * items_size])]
+            self._iov_key = key
+        iov = self._iov
+        head = _COPY_DATA.pack(b"d", k * size + 4)
+        g = _GATHER_ROWS
+
+        def rest(done: int) -> list[Any]:
+            if done < len(head):
+                return [head[done:], *iov[:2 * min(g, k)]]
+            r, o = divmod(done - len(head), size)
+            end = 2 * min(r + g, k)
+            if o < head_size:
+                return [heads[r * head_size + o:(r + 1) * head_size], *iov[2 * r + 1:end]]
+            return [items[r * items_size + o - head_size:(r + 1) * items_size], *iov[2 * r + 2:end]]
+
+        self._message(len(head) + k * size, rest)
+        return k * size
+
+    def _message(self, total: int, rest: Callable[[int], list[Any]]) -> None:
+        """Send ``total`` bytes, ``rest(done)`` giving the buffers from byte ``done`` on."""
         self.done = 0
         try:
-            self._send(parts, total)
+            self._send(total, rest)
         except BaseException:
             if 0 < self.done < total:  # part of the message is out: the rest must follow, or nothing can
                 try:
-                    self._send(parts, total)
+                    self._send(total, rest)
                 except BaseException:
                     self.close()
                     self.conn.close()  # the connection's protocol state is lost
                     raise
             raise
 
-    def _send(self, parts: list[Any], total: int) -> None:
+    def _send(self, total: int, rest: Callable[[int], list[Any]]) -> None:
         while self.done < total:
             try:
-                self.done += self.sock.sendmsg(_rest(parts, self.done), (), socket.MSG_NOSIGNAL)
+                self.done += self.sock.sendmsg(rest(self.done), (), socket.MSG_NOSIGNAL)
             except BlockingIOError:
                 self._wait()
             except InterruptedError:
