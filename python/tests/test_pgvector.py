@@ -257,3 +257,120 @@ def test_gathered_tuples_are_the_contiguous_ones(pg_type: str, id_type, ids) -> 
     with pytest.raises(NonFiniteError) as err:
         _pgcopy.encode_tuple_parts(v[20:40], cols, None if ids is None else ids[20:40], 20, buffer)
     assert err.value.field == "embedding[33][5]"
+
+
+class _FakePgconn:
+    """What _SocketWriter uses of psycopg's PGconn, over one end of a socket pair."""
+
+    def __init__(self, sock) -> None:
+        self.socket = sock.fileno()
+        self.consumed = 0
+
+    def flush(self) -> int:
+        return 0
+
+    def consume_input(self) -> None:
+        self.consumed += 1
+
+    def is_busy(self) -> int:
+        return 1
+
+
+class _FakeConn:
+    def __init__(self, sock) -> None:
+        self.pgconn = _FakePgconn(sock)
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_message_interrupted_part_way_is_sent_whole_before_the_exception_goes_on() -> None:
+    """The direct writer never leaves half a CopyData message on the socket: interrupted while the socket
+    is full (here, KeyboardInterrupt raised by the first wait), it sends the rest, then lets the exception
+    go on; the peer reads exactly the whole message."""
+    import socket
+    import threading
+
+    from densewire import _pgvector
+    a, b = socket.socketpair()
+    a.setblocking(False)  # as libpq's socket
+    writer = _pgvector._SocketWriter(_FakeConn(a))
+    data = memoryview(RNG.integers(0, 256, 8 << 20, dtype=np.uint8))  # far more than the socket holds
+    received = bytearray()
+
+    def read_all() -> None:
+        while len(received) < 5 + data.nbytes:
+            received.extend(b.recv(1 << 20))
+
+    reader = threading.Thread(target=read_all)
+    waits = []
+
+    def interrupted_wait() -> None:
+        waits.append(1)
+        if len(waits) == 1:
+            reader.start()  # the peer reads from now on; the writer is interrupted meanwhile
+            raise KeyboardInterrupt
+        _pgvector._SocketWriter._wait(writer)
+
+    writer._wait = interrupted_wait
+    with pytest.raises(KeyboardInterrupt):
+        writer.send(data)
+    reader.join(timeout=120)
+    assert not reader.is_alive()  # the whole message arrived
+    writer.close()
+    assert bytes(received[:5]) == b"d" + struct.pack(">i", data.nbytes + 4) and received[5:] == data
+    assert not writer.conn.closed
+    a.close(), b.close()
+
+
+def test_a_message_that_cannot_be_finished_closes_the_connection() -> None:
+    """When the rest of an interrupted message cannot be sent either (the peer is gone), the connection
+    is closed: its protocol state is lost, nothing more may be said on it."""
+    import socket
+
+    from densewire import _pgvector
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    conn = _FakeConn(a)
+    writer = _pgvector._SocketWriter(conn)
+
+    def peer_gone() -> None:
+        b.close()
+        raise KeyboardInterrupt
+
+    writer._wait = peer_gone
+    with pytest.raises(KeyboardInterrupt):
+        writer.send(memoryview(np.zeros(8 << 20, np.uint8)))
+    assert conn.closed
+    a.close()
+
+
+def test_gathered_rows_arrive_whole_through_partial_sends() -> None:
+    """send_rows gathers each row's head and items with sendmsg, restarting from any byte a partial send
+    stops at (inside a head or inside the items): the peer reads the message encode_tuples would make."""
+    import socket
+    import threading
+
+    from densewire import _pgvector
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    writer = _pgvector._SocketWriter(_FakeConn(a))
+    v = RNG.standard_normal((700, 1000)).astype(np.float32)
+    cols = pgvector.CopyColumns("vector", "embedding", "int8")
+    expected = bytes(pgvector.encode_tuples(v, cols, np.arange(700)))
+    received = bytearray()
+
+    def read_all() -> None:
+        while len(received) < 5 + len(expected):
+            received.extend(b.recv(RNG.integers(1, 100_000)))  # odd sizes: the writer's sends stop anywhere
+
+    reader = threading.Thread(target=read_all)
+    reader.start()
+    parts = _pgcopy.encode_tuple_parts(v, cols, np.arange(700), 0, [])
+    assert writer.send_rows(*parts) == len(expected)
+    reader.join(timeout=120)
+    assert not reader.is_alive()  # the whole message arrived
+    writer.close()
+    assert bytes(received) == b"d" + struct.pack(">i", len(expected) + 4) + expected
+    a.close(), b.close()

@@ -140,8 +140,8 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
         raise InvalidFieldError(f"direct=True, but the COPY cannot be written on the socket: {why_not}",
                                 field="direct")
     update, close = progress_bar(t.n, progress)
-    sent = done = 0
-    start = time.perf_counter()
+    sent = 0
+    began = time.perf_counter()
     try:
         with conn.cursor() as cur, cur.copy(f"COPY {target} ({col_list}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.write(HEADER)  # through psycopg, which then knows that the stream carries its own signature
@@ -166,7 +166,6 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
                         else:
                             _put_copy_data(conn, piece)
                         sent += piece.nbytes
-                    done = stop
                     update(stop - start)
             finally:
                 if writer is not None:
@@ -175,7 +174,7 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
             sent += len(TRAILER)
     finally:
         close()
-    return CopyStats(t.n, sent, time.perf_counter() - start, writer is not None)
+    return CopyStats(t.n, sent, time.perf_counter() - began, writer is not None)
 
 
 def direct_socket_reason(conn: Any) -> str:
@@ -202,9 +201,10 @@ def direct_socket_reason(conn: Any) -> str:
 
 
 _COPY_DATA = struct.Struct(">ci")  # a CopyData message's header: b"d", then the length of the rest + 4
-#: rows of gathered tuples a sendmsg is given (2 buffers a row, under IOV_MAX 1024; 32 rows of 1,536
-#: float32 are about what a Unix socket takes in one call)
-_GATHER_ROWS = 32
+#: bytes of gathered tuples a sendmsg is given (about what a Unix socket takes in one call), in at most
+#: _GATHER_ROWS rows (2 buffers a row, under Linux's IOV_MAX of 1024)
+_GATHER_BYTES = 256 * 1024
+_GATHER_ROWS = 500
 
 
 class _SocketWriter:
@@ -250,7 +250,7 @@ class _SocketWriter:
 
     def send_rows(self, heads: memoryview, items: memoryview, head_size: int, items_size: int) -> int:
         """One CopyData message of fixed-width tuples gathered from ``heads`` and ``items``
-        (:func:`encode_tuple_parts`), in at most :data:`_GATHER_ROWS` rows' buffers a ``sendmsg``;
+        (:func:`encode_tuple_parts`), about :data:`_GATHER_BYTES` a ``sendmsg``;
         the bytes of the tuples."""
         size = head_size + items_size
         k = heads.nbytes // head_size
@@ -262,7 +262,7 @@ class _SocketWriter:
             self._iov_key = key
         iov = self._iov
         head = _COPY_DATA.pack(b"d", k * size + 4)
-        g = _GATHER_ROWS
+        g = max(1, min(_GATHER_ROWS, _GATHER_BYTES // size))
 
         def rest(done: int) -> list[Any]:
             if done < len(head):
@@ -285,10 +285,9 @@ class _SocketWriter:
             if 0 < self.done < total:  # part of the message is out: the rest must follow, or nothing can
                 try:
                     self._send(total, rest)
-                except BaseException:
+                except BaseException:  # the connection's protocol state is lost: close it, raise the first
                     self.close()
-                    self.conn.close()  # the connection's protocol state is lost
-                    raise
+                    self.conn.close()
             raise
 
     def _send(self, total: int, rest: Callable[[int], list[Any]]) -> None:
