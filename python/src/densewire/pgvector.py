@@ -24,6 +24,10 @@ With a database (psycopg 3; the column types are read from the catalog):
         pgvector.copy_vectors(conn, "items", ("id", "embedding"), vectors, ids)   # vector, halfvec, bit or sparsevec
         got = pgvector.read_vectors(conn, "items", ("id", "embedding"), order_by="id")
         got.tensor.array, got.ids                                                 # (n, d) array, ids
+
+``copy_vectors`` writes its CopyData messages on the connection's socket itself (no copy into libpq's
+output buffer) unless the connection is TLS or GSS-encrypted (``direct_socket_reason(conn)`` says why
+not; ``direct=False`` always goes through libpq); libpq still ends the COPY and reports its errors.
 """
 
 from ._pgcopy import (HEADER, ID_TYPES, SIGNATURE, TRAILER, VECTOR_TYPES, CopyColumns, CopyData, encode_copy,
