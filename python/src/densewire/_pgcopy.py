@@ -44,7 +44,7 @@ _ID_NUMPY: Final = {"int8": ">i8", "int4": ">i4", "uuid": "V16"}
 _ITEMS: Final = {"vector": ">f4", "halfvec": ">f2"}  # the types whose items are written block by block
 #: the input bytes of one block of rows in encode_tuples: the block, its swapped copy and its tuples stay in
 #: cache between the passes (measured on a 512 KiB-L2 EPYC, 10,000 x 1,536 float32: 512 KiB and 1 MiB
-#: fastest, 64 KiB slowest, numpy's per-call cost then dominating; bench/ingest/RESULTS.md)
+#: fastest, 64 KiB slowest, numpy's per-call cost then dominating)
 _BLOCK_BYTES: Final = 512 * 1024
 
 
