@@ -1,5 +1,6 @@
 """Loading pgvector columns, side by side against one PostgreSQL: text COPY of pgvector literals,
-pgvector-python with psycopg 3's binary COPY write_row, densewire's binary COPY, and the server-side
+pgvector-python with psycopg 3's binary COPY write_row, densewire's binary COPY (its CopyData messages
+written on the socket directly; and through libpq's buffer, direct=False), and the server-side
 limit (COPY FROM a pre-written binary file the server reads itself); then reading the vectors back
 into one numpy array with densewire and with pgvector-python's adapter.
 
@@ -93,6 +94,13 @@ def load_densewire(conn, table: str, vectors: np.ndarray, ids: np.ndarray, pg_ty
                       progress=False)
 
 
+def load_densewire_libpq(conn, table: str, vectors: np.ndarray, ids: np.ndarray, pg_type: str) -> None:
+    """``copy_vectors`` with ``direct=False``: each chunk copied into libpq's output buffer (one blocking
+    ``PQputCopyData``) instead of written on the socket directly."""
+    dwpg.copy_vectors(conn, table, ("id", "embedding"), vectors, ids, pg_type=pg_type, id_type="int8",
+                      progress=False, direct=False)
+
+
 def load_densewire_copy_write(conn, table: str, vectors: np.ndarray, ids: np.ndarray, pg_type: str) -> None:
     """The same stream as densewire's, handed to psycopg's ``copy.write`` 512 rows at a time (how
     ``copy_vectors`` sent it before): what the sending path costs, apart from the encoder."""
@@ -175,6 +183,7 @@ def main() -> int:
             files[pg_type] = str(path)
         loaders = {"text COPY (pgvector literals)": load_text, "pgvector-python binary COPY write_row": load_pgvector_python,
                    "densewire binary COPY": load_densewire,
+                   "densewire binary COPY through libpq's buffer": load_densewire_libpq,
                    "densewire stream via psycopg copy.write": load_densewire_copy_write,
                    "server-side COPY FROM file": None}
         readers = {"densewire read_vectors": read_densewire,

@@ -99,6 +99,26 @@ def test_sparsevec_round_trip() -> None:
     assert len(body) == 21 + 20 * (2 + 12 + 4 + 12) + 8 * nnz
 
 
+def test_sparsevec_dense_tensor_is_bounded_before_it_is_allocated() -> None:
+    """SPEC.md 16.2: a sparsevec row of 12 bytes can stand for 4 GB of zeros; the reader refuses a dense
+    tensor above 4096 times the stream's size (at least 64 MiB), at the offset of the row's d, as Go and
+    Rust do, and reads the largest one under the bound."""
+    def stream(d: int, rows: int) -> bytes:
+        row = struct.pack(">hiiii", 1, 12, d, 0, 0)  # one column, a sparsevec of d dimensions, no non-zero
+        return _pgcopy.HEADER + row * rows + _pgcopy.TRAILER
+
+    huge = stream(1_000_000_000, 1)  # 4 GB dense from a 35-byte stream
+    with pytest.raises(densewire.InvalidFieldError) as err:
+        pgvector.decode_copy(huge, pg_type="sparsevec")
+    assert (err.value.field, err.value.offset) == ("embedding", 19 + 2 + 4)
+    d = 1 << 20  # 4 MiB a row: the 17th row passes the 64 MiB floor (the stream is far smaller)
+    with pytest.raises(densewire.InvalidFieldError) as err:
+        pgvector.decode_copy(stream(d, 17), pg_type="sparsevec")
+    assert err.value.offset == 19 + 16 * 18 + 2 + 4
+    got = pgvector.decode_copy(stream(d, 16), pg_type="sparsevec")
+    assert got.tensor.shape == (16, d) and not got.tensor.array.any()
+
+
 def test_chunks_make_the_same_stream_and_number_rows_in_errors() -> None:
     v = RNG.standard_normal((1000, 8)).astype(np.float32)
     ids = np.arange(1000)
@@ -189,3 +209,168 @@ def test_halfvec_refuses_values_that_are_not_finite_in_float16(bad: float) -> No
     v[3, 2] = 65504.0
     back = pgvector.decode_copy(pgvector.encode_copy(v, pg_type="halfvec"), pg_type="halfvec").tensor.array
     assert back[3, 2] == np.float16(65504.0)
+
+
+@pytest.mark.parametrize("pg_type,bad", [("vector", np.nan), ("vector", -np.inf), ("halfvec", 70000.0),
+                                         ("halfvec", np.nan)])
+def test_items_are_checked_block_by_block_and_the_bad_one_named(pg_type: str, bad: float) -> None:
+    """encode_tuples converts, checks and swaps a chunk in blocks of about _BLOCK_BYTES of input: a value
+    that is not finite (or, for halfvec, overflows float16) in a later block of a later chunk is named
+    by its row in the whole stream and its column; the blocks before it and after it encode exactly as a
+    stream of the same rows without it."""
+    d = 1536
+    block = _pgcopy._BLOCK_BYTES // (4 * d)
+    v = RNG.standard_normal((5 * block + 7, d)).astype(np.float32)
+    body = pgvector.encode_copy(v, pg_type=pg_type, ids=np.arange(len(v)), id_type="int8")
+    got = pgvector.decode_copy(body, pg_type=pg_type, id_type="int8")
+    assert np.array_equal(got.tensor.array, v if pg_type == "vector" else densewire.convert(v, "float16").array)
+    row = 3 * block + 5  # in the second chunk of 2 * block + 3 rows, its second block
+    v[row, 1000] = bad
+    cols = pgvector.CopyColumns(pg_type, "embedding", "int8")
+    with pytest.raises(NonFiniteError) as err:
+        for _ in pgvector.iter_copy(v, cols, np.arange(len(v)), rows_per_chunk=2 * block + 3, reuse_buffer=True):
+            pass
+    assert err.value.field == f"embedding[{row}][1000]"
+
+
+@pytest.mark.parametrize("pg_type", ["vector", "halfvec"])
+@pytest.mark.parametrize("id_type,ids", [(None, None), ("int8", list(range(-3, 47))), ("int4", np.arange(50, dtype=np.int32)),
+                                         ("uuid", [uuid.UUID(int=i * 7919) for i in range(50)])])
+def test_gathered_tuples_are_the_contiguous_ones(pg_type: str, id_type, ids) -> None:
+    """encode_tuple_parts (what copy_vectors gathers with sendmsg on the socket) gives, row by row, the
+    bytes encode_tuples lays out contiguously, over chunks that reuse its arrays (the last one shorter);
+    tuples of varying width (NULL or text ids) and the bit and sparsevec types are left to encode_tuples."""
+    v = RNG.standard_normal((50, 37)).astype(np.float64 if pg_type == "halfvec" else np.float32)
+    cols = pgvector.CopyColumns(pg_type, "embedding", id_type)
+    buffer: list = []
+    for start in (0, 20, 40):
+        stop = min(start + 20, 50)
+        chunk_ids = None if ids is None else ids[start:stop]
+        heads, items, p, w = _pgcopy.encode_tuple_parts(v[start:stop], cols, chunk_ids, start, buffer)
+        gathered = b"".join(bytes(heads[r * p:(r + 1) * p]) + bytes(items[r * w:(r + 1) * w])
+                            for r in range(stop - start))
+        assert gathered == bytes(pgvector.encode_tuples(v[start:stop], cols, chunk_ids, start))
+    assert _pgcopy.encode_tuple_parts(v, pgvector.CopyColumns(pg_type, "embedding", "int8"), [None] * 50, 0, []) is None
+    assert _pgcopy.encode_tuple_parts(v, pgvector.CopyColumns(pg_type, "embedding", "text"), ["a"] * 50, 0, []) is None
+    assert _pgcopy.encode_tuple_parts(v, pgvector.CopyColumns("bit"), None, 0, []) is None
+    v[33, 5] = np.inf
+    with pytest.raises(NonFiniteError) as err:
+        _pgcopy.encode_tuple_parts(v[20:40], cols, None if ids is None else ids[20:40], 20, buffer)
+    assert err.value.field == "embedding[33][5]"
+
+
+class _FakePgconn:
+    """What _SocketWriter uses of psycopg's PGconn, over one end of a socket pair."""
+
+    def __init__(self, sock) -> None:
+        self.socket = sock.fileno()
+        self.consumed = 0
+
+    def flush(self) -> int:
+        return 0
+
+    def consume_input(self) -> None:
+        self.consumed += 1
+
+    def is_busy(self) -> int:
+        return 1
+
+
+class _FakeConn:
+    def __init__(self, sock) -> None:
+        self.pgconn = _FakePgconn(sock)
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_message_interrupted_part_way_is_sent_whole_before_the_exception_goes_on() -> None:
+    """The direct writer never leaves half a CopyData message on the socket: interrupted while the socket
+    is full (here, KeyboardInterrupt raised by the first wait), it sends the rest, then lets the exception
+    go on; the peer reads exactly the whole message."""
+    import socket
+    import threading
+
+    from densewire import _pgvector
+    a, b = socket.socketpair()
+    a.setblocking(False)  # as libpq's socket
+    writer = _pgvector._SocketWriter(_FakeConn(a))
+    data = memoryview(RNG.integers(0, 256, 8 << 20, dtype=np.uint8))  # far more than the socket holds
+    received = bytearray()
+
+    def read_all() -> None:
+        while len(received) < 5 + data.nbytes:
+            received.extend(b.recv(1 << 20))
+
+    reader = threading.Thread(target=read_all)
+    waits = []
+
+    def interrupted_wait() -> None:
+        waits.append(1)
+        if len(waits) == 1:
+            reader.start()  # the peer reads from now on; the writer is interrupted meanwhile
+            raise KeyboardInterrupt
+        _pgvector._SocketWriter._wait(writer)
+
+    writer._wait = interrupted_wait
+    with pytest.raises(KeyboardInterrupt):
+        writer.send(data)
+    reader.join(timeout=120)
+    assert not reader.is_alive()  # the whole message arrived
+    writer.close()
+    assert bytes(received[:5]) == b"d" + struct.pack(">i", data.nbytes + 4) and received[5:] == data
+    assert not writer.conn.closed
+    a.close(), b.close()
+
+
+def test_a_message_that_cannot_be_finished_closes_the_connection() -> None:
+    """When the rest of an interrupted message cannot be sent either (the peer is gone), the connection
+    is closed: its protocol state is lost, nothing more may be said on it."""
+    import socket
+
+    from densewire import _pgvector
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    conn = _FakeConn(a)
+    writer = _pgvector._SocketWriter(conn)
+
+    def peer_gone() -> None:
+        b.close()
+        raise KeyboardInterrupt
+
+    writer._wait = peer_gone
+    with pytest.raises(KeyboardInterrupt):
+        writer.send(memoryview(np.zeros(8 << 20, np.uint8)))
+    assert conn.closed
+    a.close()
+
+
+def test_gathered_rows_arrive_whole_through_partial_sends() -> None:
+    """send_rows gathers each row's head and items with sendmsg, restarting from any byte a partial send
+    stops at (inside a head or inside the items): the peer reads the message encode_tuples would make."""
+    import socket
+    import threading
+
+    from densewire import _pgvector
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    writer = _pgvector._SocketWriter(_FakeConn(a))
+    v = RNG.standard_normal((700, 1000)).astype(np.float32)
+    cols = pgvector.CopyColumns("vector", "embedding", "int8")
+    expected = bytes(pgvector.encode_tuples(v, cols, np.arange(700)))
+    received = bytearray()
+
+    def read_all() -> None:
+        while len(received) < 5 + len(expected):
+            received.extend(b.recv(RNG.integers(1, 100_000)))  # odd sizes: the writer's sends stop anywhere
+
+    reader = threading.Thread(target=read_all)
+    reader.start()
+    parts = _pgcopy.encode_tuple_parts(v, cols, np.arange(700), 0, [])
+    assert writer.send_rows(*parts) == len(expected)
+    reader.join(timeout=120)
+    assert not reader.is_alive()  # the whole message arrived
+    writer.close()
+    assert bytes(received) == b"d" + struct.pack(">i", len(expected) + 4) + expected
+    a.close(), b.close()

@@ -206,3 +206,74 @@ def test_copy_leaves_the_connection_non_blocking(conn) -> None:
     assert conn.execute("SELECT count(*) FROM items").fetchone() == (2000,)
     got = pgvector.read_vectors(conn, "items", ("id", "embedding"), order_by="id")
     assert np.array_equal(got.tensor.array, v)
+
+
+@pytest.fixture
+def unix_conn(pg):
+    """A connection over the cluster's Unix-domain socket (in its folder), as the benchmark's."""
+    with psycopg.connect(host=str(pg.tmp), port=pg.port, user="dw", dbname="postgres", autocommit=True) as c:
+        yield c
+
+
+@pytest.mark.parametrize("direct", [True, False])
+@pytest.mark.parametrize("over", ["tcp", "unix"])
+def test_each_sending_path_loads_the_same_rows(request, over: str, direct: bool) -> None:
+    """The tuples written on the socket directly and through libpq's buffer load the same rows, over TCP
+    and a Unix socket, with a stream larger than the sockets' buffers (many partial sends)."""
+    conn = request.getfixturevalue("conn" if over == "tcp" else "unix_conn")
+    assert pgvector.direct_socket_reason(conn) == ""  # neither TLS nor GSS on the test cluster
+    conn.execute("DROP TABLE IF EXISTS items")
+    conn.execute("CREATE TABLE items (id int8, embedding vector(768), h halfvec(768))")
+    v = RNG.standard_normal((1500, 768)).astype(np.float32)
+    stats = pgvector.copy_vectors(conn, "items", ("id", "embedding"), v, np.arange(1500), rows_per_chunk=200,
+                                  direct=direct)
+    assert (stats.rows, stats.direct) == (1500, direct)
+    assert stats.bytes == 19 + 1500 * (2 + 4 + 8 + 4 + 4 + 4 * 768) + 2
+    got = pgvector.read_vectors(conn, "items", ("id", "embedding"), order_by="id")
+    assert got.ids.tolist() == list(range(1500)) and np.array_equal(got.tensor.array, v)
+    conn.execute("TRUNCATE items")
+    stats = pgvector.copy_vectors(conn, "items", ("id", "h"), v, np.arange(1500), rows_per_chunk=300, direct=direct)
+    assert stats.direct == direct
+    got = pgvector.read_vectors(conn, "items", ("id", "h"), order_by="id")
+    assert np.array_equal(got.tensor.array, v.astype(np.float16))
+    assert conn.pgconn.nonblocking == 1 and conn.execute("SELECT 1").fetchone() == (1,)
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_a_server_error_mid_stream_is_raised_with_its_line(conn, direct: bool) -> None:
+    """A row the server refuses part way through a stream far larger than the socket's buffers (here a
+    duplicate key at row 1200): the server reports it and discards the rest of the COPY, the client keeps
+    sending until the end, and psycopg raises the server's error naming the COPY's line; the connection
+    is ready for the next statement and no row stays."""
+    conn.execute("DROP TABLE IF EXISTS items")
+    conn.execute("CREATE TABLE items (id int8 PRIMARY KEY, embedding vector(1024))")
+    ids = np.arange(4000)
+    ids[1200] = 7
+    v = RNG.standard_normal((4000, 1024)).astype(np.float32)
+    with pytest.raises(psycopg.errors.UniqueViolation) as err:
+        pgvector.copy_vectors(conn, "items", ("id", "embedding"), v, ids, rows_per_chunk=256, direct=direct)
+    assert "line 1201" in (err.value.diag.context or "")
+    assert conn.execute("SELECT count(*) FROM items").fetchone() == (0,)
+    stats = pgvector.copy_vectors(conn, "items", ("id", "embedding"), v[:10], np.arange(10), direct=direct)
+    assert stats.direct == direct and conn.execute("SELECT count(*) FROM items").fetchone() == (10,)
+
+
+def test_server_notices_while_the_client_sends_are_read_not_deadlocked(unix_conn) -> None:
+    """A trigger that sends a 4 KB notice for every row: the server writes 12 MB back while the client
+    writes to it, over a Unix socket (whose buffers hold a few hundred KB, where loopback TCP's can hold
+    the lot). The direct path reads them whenever the socket is full (else both sides would block on
+    their writes, for ever), and each reaches the connection's notice handler."""
+    conn = unix_conn
+    conn.execute("DROP TABLE IF EXISTS items")
+    conn.execute("CREATE TABLE items (id int8, embedding vector(256))")
+    conn.execute("""CREATE OR REPLACE FUNCTION items_notice() RETURNS trigger LANGUAGE plpgsql AS $$
+                    BEGIN RAISE NOTICE 'row % %', NEW.id, repeat('x', 4096); RETURN NEW; END $$""")
+    conn.execute("CREATE TRIGGER items_notice BEFORE INSERT ON items FOR EACH ROW EXECUTE FUNCTION items_notice()")
+    notices: list[str] = []
+    conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+    v = RNG.standard_normal((3000, 256)).astype(np.float32)
+    stats = pgvector.copy_vectors(conn, "items", ("id", "embedding"), v, np.arange(3000), rows_per_chunk=1000,
+                                  direct=True)
+    assert stats.direct
+    assert len(notices) == 3000 and notices[-1].startswith("row 2999 ")
+    assert conn.execute("SELECT count(*) FROM items").fetchone() == (3000,)

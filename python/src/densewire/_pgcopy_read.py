@@ -24,6 +24,10 @@ __all__ = ["decode_copy", "read_stream", "decode_values"]
 _ID_WIDTH = {"int8": 8, "int4": 4, "uuid": 16}
 _ID_NUMPY = {"int8": ">i8", "int4": ">i4"}
 _ITEM = {"vector": ">f4", "halfvec": ">f2"}
+#: The bound of a sparsevec stream's dense tensor (SPEC.md 16.2, as the Go, Rust and Java readers):
+#: this many times the stream's bytes, and at least _MAX_SPARSE_DENSE_MIN bytes.
+_MAX_SPARSE_DENSE_FACTOR = 4096
+_MAX_SPARSE_DENSE_MIN = 64 << 20
 
 
 def decode_copy(data: bytes | bytearray | memoryview, *, pg_type: str = "vector", id_type: str | None = None,
@@ -233,6 +237,13 @@ class _Walker:
                                      f"row {self.d}", offset=v, field=cols.column)
         if cols.pg_type == "sparsevec":
             self.check_sparse(v + 12, nnz, d)
+            # a sparsevec of a few bytes stands for up to 4 GB of zeros: the dense tensor is bounded by
+            # the stream's size, checked before result() allocates it (a hostile stream cannot exhaust memory)
+            limit = max(_MAX_SPARSE_DENSE_MIN, _MAX_SPARSE_DENSE_FACTOR * self.size)
+            if (len(self.sparse) + 1) * d * 4 > limit:
+                raise InvalidFieldError(f"the dense tensor of these sparsevec rows would exceed {limit} bytes "
+                                        f"({_MAX_SPARSE_DENSE_FACTOR} times the stream, at least 64 MiB)",
+                                        offset=v, field=cols.column)
             self.sparse.append((v + 12, nnz))
         else:
             self.starts.append(v + 4)

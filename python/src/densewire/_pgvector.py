@@ -9,6 +9,10 @@ functions take a connection the caller opened.
 
 from __future__ import annotations
 
+import os
+import select
+import socket
+import struct
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -19,11 +23,12 @@ import numpy as np
 
 from ._errors import InvalidFieldError
 from ._optional import missing, require
-from ._pgcopy import HEADER, ID_TYPES, TRAILER, VECTOR_TYPES, CopyColumns, CopyData, iter_copy
+from ._pgcopy import (HEADER, ID_TYPES, TRAILER, VECTOR_TYPES, CopyColumns, CopyData, encode_tuple_parts,
+                      encode_tuples)
 from ._pgcopy_read import read_stream
 from ._tensor import Tensor
 
-__all__ = ["CopyStats", "copy_vectors", "read_vectors", "column_types", "quote_ident", "quote_table", "progress_bar"]
+__all__ = ["CopyStats", "copy_vectors", "direct_socket_reason", "read_vectors", "column_types", "quote_ident", "quote_table", "progress_bar"]
 
 COMMAND_OK = 1  # libpq's PGRES_COMMAND_OK (psycopg.pq.ExecStatus.COMMAND_OK)
 
@@ -39,6 +44,8 @@ class CopyStats:
     rows: int
     bytes: int
     seconds: float
+    #: the tuples went out on the connection's socket directly (True) or through libpq's output buffer
+    direct: bool = False
 
 
 def quote_ident(name: str) -> str:
@@ -101,7 +108,7 @@ def progress_bar(total: int | None, enabled: bool | None, unit: str = " rows") -
 
 def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: Tensor | np.ndarray,
                  ids: Any = None, *, pg_type: str | None = None, id_type: str | None = None,
-                 rows_per_chunk: int = 512, progress: bool | None = None) -> CopyStats:
+                 rows_per_chunk: int = 512, progress: bool | None = None, direct: bool | None = None) -> CopyStats:
     """Load ``vectors`` (an ``(n, d)`` array or Tensor) into ``table`` with binary COPY over a psycopg 3
     connection; ``columns`` is the vector column's name, or ``(id_column, vector_column)`` with ``ids``
     (n ints, texts, UUIDs; None for NULL). The columns' types (vector, halfvec, bit, sparsevec; int8,
@@ -110,6 +117,13 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
     each chunk checked before it is written: a bad value aborts the COPY (PostgreSQL keeps none of its
     rows) and raises the densewire error naming the row. The COPY runs in the connection's transaction:
     commit it (or use an autocommit connection).
+
+    ``direct`` chooses how the tuples are sent: None (the default) writes each chunk's CopyData message
+    on the connection's socket itself, with no copy into libpq's output buffer, when the connection is
+    neither TLS nor GSS-encrypted (see :func:`direct_socket_reason`), and through libpq otherwise;
+    False always goes through libpq; True requires the direct path (InvalidFieldError on ``direct`` when
+    the connection rules it out). Either way libpq ends the COPY, so the server's errors (bad data,
+    constraint violations, naming the COPY's line) are raised by psycopg as they are without it.
     """
     cols = _columns(columns)
     if len(cols) == 2 and ids is None:
@@ -121,25 +135,179 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
         [(c, "") for c in cols]
     layout = _copy_columns(types, pg_type, id_type)
     t = vectors if isinstance(vectors, Tensor) else Tensor.from_array(np.asarray(vectors))
+    why_not = direct_socket_reason(conn) if direct is not False else "direct=False"
+    if direct and why_not:
+        raise InvalidFieldError(f"direct=True, but the COPY cannot be written on the socket: {why_not}",
+                                field="direct")
     update, close = progress_bar(t.n, progress)
-    sent = done = 0
-    start = time.perf_counter()
+    sent = 0
+    began = time.perf_counter()
     try:
         with conn.cursor() as cur, cur.copy(f"COPY {target} ({col_list}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.write(HEADER)  # through psycopg, which then knows that the stream carries its own signature
             sent += len(HEADER)
-            for piece in iter_copy(t, layout, ids, rows_per_chunk=rows_per_chunk, header=False, trailer=False,
-                                   reuse_buffer=True):
-                _put_copy_data(conn, piece)
-                sent += piece.nbytes
-                step = min(rows_per_chunk, t.n - done)
-                done += step
-                update(step)
-            copy.write(TRAILER)
+            writer = _SocketWriter(conn) if not why_not else None
+            tuples: list = []  # the arrays encode_tuples and encode_tuple_parts reuse from chunk to chunk
+            parts_buffer: list = []
+            try:
+                for start in range(0, t.n, rows_per_chunk):
+                    stop = min(start + rows_per_chunk, t.n)
+                    chunk = Tensor(t.array[start:stop], t.dtype, t.d)
+                    chunk_ids = None if ids is None else ids[start:stop]
+                    # on the socket, fixed-width tuples go out gathered from their heads and their items
+                    parts = None if writer is None else encode_tuple_parts(chunk, layout, chunk_ids, start,
+                                                                           parts_buffer)
+                    if parts is not None:
+                        sent += writer.send_rows(*parts)
+                    else:
+                        piece = encode_tuples(chunk, layout, chunk_ids, start, tuples)
+                        if writer is not None:
+                            writer.send(piece)
+                        else:
+                            _put_copy_data(conn, piece)
+                        sent += piece.nbytes
+                    update(stop - start)
+            finally:
+                if writer is not None:
+                    writer.close()
+            copy.write(TRAILER)  # libpq's output buffer is empty: this follows the last message sent directly
             sent += len(TRAILER)
     finally:
         close()
-    return CopyStats(t.n, sent, time.perf_counter() - start)
+    return CopyStats(t.n, sent, time.perf_counter() - began, writer is not None)
+
+
+def direct_socket_reason(conn: Any) -> str:
+    """Why :func:`copy_vectors` cannot write CopyData messages on ``conn``'s socket itself ("" when it
+    can). The bytes libpq sends are the protocol's as they are only without encryption: TLS
+    (``PQsslInUse``) and GSS encryption rule the direct path out. libpq sets ``PQconnectionUsedGSSAPI``
+    whenever GSS encryption is established (and for GSS authentication, which is then ruled out too, to
+    be safe); where that function is missing (libpq before 16), only a Unix-domain socket (on which libpq
+    never negotiates encryption) or ``gssencmode=disable`` is taken as proof."""
+    if os.name != "posix":
+        return "the direct path needs a POSIX socket"
+    pgconn = conn.pgconn
+    if pgconn.ssl_in_use:
+        return "the connection uses TLS"
+    try:
+        if pgconn.used_gssapi:
+            return "the connection used GSSAPI (it may be GSS-encrypted)"
+    except Exception:  # psycopg's NotSupportedError: libpq < 16 cannot tell
+        options = {o.keyword: o.val for o in pgconn.info}
+        gssencmode = (options.get(b"gssencmode") or b"").decode()
+        if not conn.info.host.startswith("/") and gssencmode != "disable":
+            return "this libpq cannot tell whether the connection is GSS-encrypted"
+    return ""
+
+
+_COPY_DATA = struct.Struct(">ci")  # a CopyData message's header: b"d", then the length of the rest + 4
+#: bytes of gathered tuples a sendmsg is given (about what a Unix socket takes in one call), in at most
+#: _GATHER_ROWS rows (2 buffers a row, under Linux's IOV_MAX of 1024)
+_GATHER_BYTES = 256 * 1024
+_GATHER_ROWS = 500
+
+
+class _SocketWriter:
+    """CopyData messages written on the connection's socket, bypassing libpq's output buffer.
+
+    libpq's output buffer is flushed first, then every message goes out with ``sendmsg`` (the header and
+    the tuples' buffers gathered, no concatenation) on a duplicate of libpq's descriptor, which shares its
+    O_NONBLOCK file status: when the socket is full, ``poll`` waits until it is writable or readable, and
+    what the server sends meanwhile (notices, an error) is read into libpq with ``consume_input``, so the
+    server never blocks writing to a client that is blocked writing to it. A message is never left half
+    sent: if sending stops part way (an interrupt, a signal handler raising), the rest is sent before the
+    exception goes on, and if even that fails the connection is closed, as its protocol state is lost."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn, self.pgconn = conn, conn.pgconn
+        self.done = 0
+        self._iov: list[Any] = []
+        self._iov_key: tuple[int, ...] = ()
+        self.sock = socket.socket(fileno=os.dup(self.pgconn.socket))
+        self.poll = select.poll()
+        self.poll.register(self.sock.fileno(), select.POLLOUT | select.POLLIN)
+        try:
+            while self.pgconn.flush():  # 1 while libpq still holds bytes (the header, a notice's reply)
+                self._wait()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self.sock.close()  # the duplicate only: libpq's descriptor stays open
+
+    def _wait(self) -> None:
+        for _fd, events in self.poll.poll():
+            if events & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                self.pgconn.consume_input()  # raises psycopg's OperationalError if the connection is gone
+                self.pgconn.is_busy()  # parses what came: notices go to their handlers now, not at the end
+
+    def send(self, data: memoryview) -> None:
+        """One CopyData message of ``data``, whole."""
+        head = _COPY_DATA.pack(b"d", data.nbytes + 4)
+        parts: list[Any] = [head, data]
+        self._message(len(head) + data.nbytes, lambda done: _rest(parts, done))
+
+    def send_rows(self, heads: memoryview, items: memoryview, head_size: int, items_size: int) -> int:
+        """One CopyData message of fixed-width tuples gathered from ``heads`` and ``items``
+        (:func:`encode_tuple_parts`), about :data:`_GATHER_BYTES` a ``sendmsg``;
+        the bytes of the tuples."""
+        size = head_size + items_size
+        k = heads.nbytes // head_size
+        key = (heads.obj.__array_interface__["data"][0], items.obj.__array_interface__["data"][0], head_size,
+               items_size)
+        if self._iov_key != key or len(self._iov) < 2 * k:  # the same arrays as the last chunk: the same views
+            self._iov = [m for r in range(k) for m in (heads[r * head_size:(r + 1) * head_size],
+                                                      items[r * items_size:(r + 1) * items_size])]
+            self._iov_key = key
+        iov = self._iov
+        head = _COPY_DATA.pack(b"d", k * size + 4)
+        g = max(1, min(_GATHER_ROWS, _GATHER_BYTES // size))
+
+        def rest(done: int) -> list[Any]:
+            if done < len(head):
+                return [head[done:], *iov[:2 * min(g, k)]]
+            r, o = divmod(done - len(head), size)
+            end = 2 * min(r + g, k)
+            if o < head_size:
+                return [heads[r * head_size + o:(r + 1) * head_size], *iov[2 * r + 1:end]]
+            return [items[r * items_size + o - head_size:(r + 1) * items_size], *iov[2 * r + 2:end]]
+
+        self._message(len(head) + k * size, rest)
+        return k * size
+
+    def _message(self, total: int, rest: Callable[[int], list[Any]]) -> None:
+        """Send ``total`` bytes, ``rest(done)`` giving the buffers from byte ``done`` on."""
+        self.done = 0
+        try:
+            self._send(total, rest)
+        except BaseException:
+            if 0 < self.done < total:  # part of the message is out: the rest must follow, or nothing can
+                try:
+                    self._send(total, rest)
+                except BaseException:  # the connection's protocol state is lost: close it, raise the first
+                    self.close()
+                    self.conn.close()
+            raise
+
+    def _send(self, total: int, rest: Callable[[int], list[Any]]) -> None:
+        while self.done < total:
+            try:
+                self.done += self.sock.sendmsg(rest(self.done), (), socket.MSG_NOSIGNAL)
+            except BlockingIOError:
+                self._wait()
+            except InterruptedError:
+                pass
+
+
+def _rest(parts: list[Any], done: int) -> list[Any]:
+    """The buffers of ``parts`` from byte ``done`` on."""
+    for i, p in enumerate(parts):
+        size = len(p) if isinstance(p, bytes) else p.nbytes
+        if done < size:
+            return [memoryview(p)[done:], *parts[i + 1:]] if done else parts[i:]
+        done -= size
+    return []
 
 
 def _put_copy_data(conn: Any, data: memoryview) -> None:

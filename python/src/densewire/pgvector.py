@@ -24,12 +24,16 @@ With a database (psycopg 3; the column types are read from the catalog):
         pgvector.copy_vectors(conn, "items", ("id", "embedding"), vectors, ids)   # vector, halfvec, bit or sparsevec
         got = pgvector.read_vectors(conn, "items", ("id", "embedding"), order_by="id")
         got.tensor.array, got.ids                                                 # (n, d) array, ids
+
+``copy_vectors`` writes its CopyData messages on the connection's socket itself (no copy into libpq's
+output buffer) unless the connection is TLS or GSS-encrypted (``direct_socket_reason(conn)`` says why
+not; ``direct=False`` always goes through libpq); libpq still ends the COPY and reports its errors.
 """
 
 from ._pgcopy import (HEADER, ID_TYPES, SIGNATURE, TRAILER, VECTOR_TYPES, CopyColumns, CopyData, encode_copy,
                       encode_tuples, iter_copy)
 from ._pgcopy_read import decode_copy
-from ._pgvector import CopyStats, column_types, copy_vectors, read_vectors
+from ._pgvector import CopyStats, column_types, copy_vectors, direct_socket_reason, read_vectors
 
-__all__ = ["copy_vectors", "read_vectors", "encode_copy", "decode_copy", "iter_copy", "encode_tuples", "column_types",
+__all__ = ["copy_vectors", "direct_socket_reason", "read_vectors", "encode_copy", "decode_copy", "iter_copy", "encode_tuples", "column_types",
            "CopyColumns", "CopyData", "CopyStats", "VECTOR_TYPES", "ID_TYPES", "SIGNATURE", "HEADER", "TRAILER"]
