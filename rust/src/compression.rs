@@ -22,8 +22,8 @@ pub enum ContentEncoding {
     Br,
     /// gzip (`x-gzip` is read as an alias).
     Gzip,
-    /// deflate: the zlib format (RFC 1950); a bare RFC 1951 stream is accepted in request bodies.
-    /// Accepted in request bodies, never chosen for responses.
+    /// deflate: the zlib format (RFC 1950), or a bare RFC 1951 stream when decompressing. Accepted
+    /// in request bodies, never chosen for responses.
     Deflate,
 }
 
