@@ -317,8 +317,12 @@ async fn read_body(req: Request, limit: usize) -> Result<(Parts, bytes::Bytes), 
     let encoding = match parts.headers.get(CONTENT_ENCODING) {
         None => ContentEncoding::Identity,
         Some(v) => {
-            let name = v.to_str().unwrap_or("").trim();
-            match ContentEncoding::from_name(name) {
+            // An empty value names no coding (identity), as in the Python server; a value that is
+            // not visible ASCII names none that exists.
+            let name = v.to_str().map(str::trim).unwrap_or("\u{fffd}");
+            let known =
+                if name.is_empty() { Some(ContentEncoding::Identity) } else { ContentEncoding::from_name(name) };
+            match known {
                 Some(e) if e == ContentEncoding::Identity || cfg!(feature = "compression") => e,
                 _ => {
                     return Err(err(

@@ -366,6 +366,7 @@ async fn compression_of_responses_and_request_bodies() {
         ("br", compress(ContentEncoding::Br, &raw.body)),
         ("zstd", compress(ContentEncoding::Zstd, &raw.body)),
         ("identity", raw.body.to_vec()),
+        ("", raw.body.to_vec()),
     ] {
         let r = rb.try_clone().unwrap().header("content-encoding", coding).body(body).send().await.unwrap();
         assert_eq!(r.status(), 200, "{coding}");
