@@ -75,7 +75,9 @@
 // server chose, retrying a 429, a 503 or a failed connection with backoff (see [RetryPolicy]). On
 // the server side, [Negotiate] and [NegotiateRequest] pick a format from Accept
 // (q-values, RFC 9110) or the format query parameter, [WriteTensor] and [TensorHandler] answer in
-// it with Vary and optional gzip, and [WriteError] writes the OpenAI error envelope.
+// it with Vary and, by Accept-Encoding, zstd, br or gzip compression, and [WriteError] writes the
+// OpenAI error envelope. The package reads no request bodies: a [TensorHandler]'s Tensor function
+// reads its own.
 //
 // # Errors
 //

@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
 )
 
 // Server-side helpers (SPEC.md sections 11 and 12) for Go services that answer with tensors.
@@ -22,8 +25,8 @@ type WriteOptions struct {
 	Formats []Format
 	// JSON is how JSON responses write their rows.
 	JSON JSONOptions
-	// CompressThreshold is the body size from which a response is gzip-compressed when the client
-	// accepts gzip; 0 means DefaultCompressThreshold, a negative value disables compression.
+	// CompressThreshold is the body size from which a response is compressed (zstd, br or gzip, as
+	// Accept-Encoding allows); 0 means DefaultCompressThreshold, a negative value disables compression.
 	CompressThreshold int
 }
 
@@ -40,7 +43,8 @@ func (o *WriteOptions) formats() []Format {
 
 // WriteTensor answers r with the tensor in the negotiated format (the format query parameter, else
 // Accept), setting Content-Type, Vary: Accept, Accept-Encoding, the raw headers where they apply,
-// and Content-Encoding: gzip above the threshold when Accept-Encoding allows it. When nothing is
+// and, above the threshold, Content-Encoding: zstd, br or gzip, chosen by Accept-Encoding (the
+// highest q-value; zstd, then br, then gzip at equal q; none when none is acceptable). When nothing is
 // acceptable, or the tensor cannot be written in the chosen format (NaN as a JSON number), it
 // answers with the error envelope instead and returns the error.
 func WriteTensor(w http.ResponseWriter, r *http.Request, t *Tensor, meta *Meta, opts *WriteOptions) error {
@@ -65,13 +69,11 @@ func WriteTensor(w http.ResponseWriter, r *http.Request, t *Tensor, meta *Meta, 
 	if opts != nil && opts.CompressThreshold != 0 {
 		threshold = opts.CompressThreshold
 	}
-	if threshold > 0 && len(body) >= threshold && acceptsGzip(r.Header.Values("Accept-Encoding")) {
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-		zw.Write(body)
-		zw.Close()
-		w.Header().Set("Content-Encoding", "gzip")
-		body = buf.Bytes()
+	if threshold > 0 && len(body) >= threshold {
+		if coding := negotiateEncoding(r.Header.Values("Accept-Encoding")); coding != "" {
+			body = compressBody(coding, body)
+			w.Header().Set("Content-Encoding", coding)
+		}
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
@@ -81,34 +83,79 @@ func WriteTensor(w http.ResponseWriter, r *http.Request, t *Tensor, meta *Meta, 
 	return err
 }
 
-// acceptsGzip tells whether Accept-Encoding gives gzip a positive q-value (named, or through *).
-func acceptsGzip(values []string) bool {
-	named, star := -1.0, -1.0
-	for _, v := range values {
+// responseEncodings are the codings WriteTensor compresses responses in, in its order of preference
+// at equal q-values (SPEC.md section 12).
+var responseEncodings = [...]string{"zstd", "br", "gzip"}
+
+// negotiateEncoding picks the response coding from the Accept-Encoding header values (RFC 9110
+// section 12.5.3): the one of responseEncodings with the highest q-value, named or through "*"
+// (x-gzip names gzip), ties in that order; "" (identity) when none has a positive q-value.
+func negotiateEncoding(acceptEncoding []string) string {
+	named := map[string]float64{}
+	star := -1.0
+	for _, v := range acceptEncoding {
 		for _, part := range strings.Split(v, ",") {
 			params := strings.Split(part, ";")
 			coding := strings.ToLower(strings.TrimSpace(params[0]))
+			if coding == "" {
+				continue
+			}
 			q := 1.0
 			for _, p := range params[1:] {
 				k, val, _ := strings.Cut(p, "=")
 				if strings.EqualFold(strings.TrimSpace(k), "q") {
-					if x, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
-						q = x
+					x, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+					if err != nil || x < 0 || x > 1 {
+						x = 0
 					}
+					q = x
 				}
 			}
-			switch coding {
-			case "gzip", "x-gzip":
-				named = max(named, q)
-			case "*":
+			if coding == "x-gzip" {
+				coding = "gzip"
+			}
+			if coding == "*" {
 				star = max(star, q)
+			} else if old, ok := named[coding]; !ok || q > old {
+				named[coding] = q
 			}
 		}
 	}
-	if named >= 0 {
-		return named > 0
+	best, bestQ := "", 0.0
+	for _, coding := range responseEncodings {
+		q, ok := named[coding]
+		if !ok {
+			q = star
+		}
+		if q > bestQ {
+			best, bestQ = coding, q
+		}
 	}
-	return star > 0
+	return best
+}
+
+// zstdEncoder compresses with EncodeAll, which is safe for concurrent use.
+var zstdEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+
+// compressBody compresses a response body with fast settings: float data barely compresses, so
+// speed matters more than ratio.
+func compressBody(coding string, body []byte) []byte {
+	var buf bytes.Buffer
+	switch coding {
+	case "zstd":
+		return zstdEncoder.EncodeAll(body, make([]byte, 0, len(body)/2))
+	case "br":
+		bw := brotli.NewWriterLevel(&buf, 1)
+		bw.Write(body)
+		bw.Close()
+	case "gzip":
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		zw.Write(body)
+		zw.Close()
+	default:
+		return body
+	}
+	return buf.Bytes()
 }
 
 // errorEnvelope is the OpenAI error envelope with densewire's offset (SPEC.md section 11).

@@ -9,8 +9,12 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
 
 	densewire "github.com/densewire/densewire/go"
 )
@@ -87,14 +91,23 @@ func TestWriteTensorCompression(t *testing.T) {
 	for _, tt := range []struct {
 		name, acceptEncoding string
 		tensor               *densewire.Tensor
-		gzip                 bool
+		coding               string // the Content-Encoding expected, "" for none
 	}{
-		{"gzip", "gzip", big, true},
-		{"below threshold", "gzip", small, false},
-		{"q=0", "gzip;q=0, br", big, false},
-		{"star", "br;q=1, *;q=0.5", big, true},
-		{"none", "", big, false},
-		{"identity only", "identity", big, false},
+		{"gzip", "gzip", big, "gzip"},
+		{"x-gzip", "x-gzip", big, "gzip"},
+		{"br", "br", big, "br"},
+		{"zstd", "zstd", big, "zstd"},
+		{"zstd first at equal q", "gzip, br, zstd", big, "zstd"},
+		{"br before gzip at equal q", "gzip, br", big, "br"},
+		{"q-values win", "gzip;q=1, zstd;q=0.5", big, "gzip"},
+		{"below threshold", "gzip", small, ""},
+		{"q=0", "gzip;q=0, deflate", big, ""},
+		{"star", "deflate;q=1, *;q=0.5", big, "zstd"},
+		{"star less the excluded", "*;q=0.1, zstd;q=0", big, "br"},
+		{"a bad q-value is 0", "zstd;q=high, gzip;q=0.2", big, "gzip"},
+		{"header case and spaces", " GZIP ; Q=0.9 ", big, "gzip"},
+		{"none", "", big, ""},
+		{"identity only", "identity", big, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest("POST", "/", nil)
@@ -104,16 +117,36 @@ func TestWriteTensorCompression(t *testing.T) {
 			if err := densewire.WriteTensor(w, r, tt.tensor, meta, nil); err != nil {
 				t.Fatal(err)
 			}
-			body := w.Body.Bytes()
-			if got := w.Header().Get("Content-Encoding") == "gzip"; got != tt.gzip {
-				t.Fatalf("gzip %v, want %v", got, tt.gzip)
+			if got := w.Header().Get("Content-Encoding"); got != tt.coding {
+				t.Fatalf("Content-Encoding %q, want %q", got, tt.coding)
 			}
-			if tt.gzip {
-				zr, err := gzip.NewReader(bytes.NewReader(body))
+			if w.Header().Get("Content-Length") != strconv.Itoa(w.Body.Len()) {
+				t.Fatalf("Content-Length %s for %d bytes", w.Header().Get("Content-Length"), w.Body.Len())
+			}
+			body := w.Body.Bytes()
+			var zr io.Reader
+			switch tt.coding {
+			case "gzip":
+				gr, err := gzip.NewReader(bytes.NewReader(body))
 				if err != nil {
 					t.Fatal(err)
 				}
-				body, _ = io.ReadAll(zr)
+				zr = gr
+			case "br":
+				zr = brotli.NewReader(bytes.NewReader(body))
+			case "zstd":
+				dr, err := zstd.NewReader(bytes.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer dr.Close()
+				zr = dr
+			}
+			if zr != nil {
+				var err error
+				if body, err = io.ReadAll(zr); err != nil {
+					t.Fatal(err)
+				}
 			}
 			got, _, err := densewire.DecodeRaw(w.Header(), body)
 			if err != nil {

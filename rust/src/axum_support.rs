@@ -290,8 +290,10 @@ impl IntoResponse for DenseResponse {
 
 /// A tensor (with optional model and usage) from a request body in any format of the spec,
 /// chosen by `Content-Type`; bodies over `LIMIT` bytes (before or after decompression) are 413
-/// `payload_too_large`; `Content-Encoding: gzip` or `zstd` is inflated under the same limit with
-/// the `compression` feature; unknown types and other encodings are 415. A Protobuf body is a bare `Tensor`
+/// `payload_too_large`; `Content-Encoding: gzip` (or `x-gzip`), `deflate` (zlib or bare), `br` or
+/// `zstd` is inflated under the same limit with the `compression` feature, a block at a time (a
+/// corrupt, cut or overlong stream is 400 `malformed` on `Content-Encoding`); unknown types, other
+/// encodings and more than one coding are 415. A Protobuf body is a bare `Tensor`
 /// message; a JSON body is the envelope of SPEC.md section 6.2.
 ///
 /// ```
@@ -315,19 +317,19 @@ async fn read_body(req: Request, limit: usize) -> Result<(Parts, bytes::Bytes), 
     let encoding = match parts.headers.get(CONTENT_ENCODING) {
         None => ContentEncoding::Identity,
         Some(v) => {
-            let name = v.to_str().unwrap_or("").trim();
-            match ContentEncoding::from_name(name) {
-                Some(e @ (ContentEncoding::Identity | ContentEncoding::Gzip | ContentEncoding::Zstd))
-                    if e == ContentEncoding::Identity || cfg!(feature = "compression") =>
-                {
-                    e
-                }
+            // An empty value names no coding (identity), as in the Python server; a value that is
+            // not visible ASCII names none that exists.
+            let name = v.to_str().map(str::trim).unwrap_or("\u{fffd}");
+            let known =
+                if name.is_empty() { Some(ContentEncoding::Identity) } else { ContentEncoding::from_name(name) };
+            match known {
+                Some(e) if e == ContentEncoding::Identity || cfg!(feature = "compression") => e,
                 _ => {
                     return Err(err(
                         ErrorKind::UnsupportedMediaType,
                         format!(
                             "Content-Encoding {name:?} is not supported; send identity{}",
-                            if cfg!(feature = "compression") { ", gzip or zstd" } else { "" }
+                            if cfg!(feature = "compression") { ", gzip, deflate, br or zstd" } else { "" }
                         ),
                     )
                     .field("Content-Encoding")

@@ -238,22 +238,7 @@ impl TablesClient {
         #[cfg(feature = "compression")]
         {
             use crate::compression::{ContentEncoding, decompress_bounded};
-            use std::io::Read;
             match ContentEncoding::from_name(coding) {
-                Some(ContentEncoding::Br) => {
-                    let mut out = Vec::with_capacity((body.len() * 4).min(self.max_body));
-                    brotli::Decompressor::new(&body[..], 64 << 10)
-                        .take(self.max_body as u64 + 1)
-                        .read_to_end(&mut out)
-                        .map_err(|e| err(ErrorKind::Malformed, format!("the br response is corrupt: {e}")))?;
-                    if out.len() > self.max_body {
-                        return Err(err(
-                            ErrorKind::PayloadTooLarge,
-                            format!("the response inflates past the limit of {} bytes", self.max_body),
-                        ));
-                    }
-                    Ok(bytes::Bytes::from(out))
-                }
                 Some(enc) => decompress_bounded(enc, &body, self.max_body).map(bytes::Bytes::from),
                 None => Err(unsupported()),
             }

@@ -23,7 +23,7 @@
 //! ```
 //!
 //! Cargo features: `msgpack`, `protobuf`, `arrow` (formats), `axum` (server side), `reqwest`
-//! (client), `compression` (gzip/zstd request bodies, zstd/br/gzip responses), `full` (all).
+//! (client), `compression` (gzip, deflate, br and zstd request bodies; zstd/br/gzip responses), `full` (all).
 //! The default build has Base64, raw and JSON.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
