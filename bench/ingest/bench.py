@@ -1,6 +1,6 @@
 """Loading pgvector columns, side by side against one PostgreSQL: text COPY of pgvector literals,
-pgvector-python with psycopg 3's binary COPY write_row, densewire's binary COPY (its CopyData messages
-written on the socket directly; and through libpq's buffer, direct=False), and the server-side
+pgvector-python with psycopg 3's binary COPY write_row, densewire's binary COPY (each chunk handed to libpq, the default;
+and its CopyData messages written on the socket itself, direct=True), and the server-side
 limit (COPY FROM a pre-written binary file the server reads itself); then reading the vectors back
 into one numpy array with densewire and with pgvector-python's adapter.
 
@@ -90,15 +90,17 @@ def load_pgvector_python(conn, table: str, vectors: np.ndarray, ids: np.ndarray,
 
 
 def load_densewire(conn, table: str, vectors: np.ndarray, ids: np.ndarray, pg_type: str) -> None:
+    """``copy_vectors`` as it is called by default: each chunk handed to libpq in one blocking
+    ``PQputCopyData`` (copied into its output buffer, then sent)."""
     dwpg.copy_vectors(conn, table, ("id", "embedding"), vectors, ids, pg_type=pg_type, id_type="int8",
                       progress=False)
 
 
-def load_densewire_libpq(conn, table: str, vectors: np.ndarray, ids: np.ndarray, pg_type: str) -> None:
-    """``copy_vectors`` with ``direct=False``: each chunk copied into libpq's output buffer (one blocking
-    ``PQputCopyData``) instead of written on the socket directly."""
+def load_densewire_direct(conn, table: str, vectors: np.ndarray, ids: np.ndarray, pg_type: str) -> None:
+    """``copy_vectors(direct=True)``: each chunk's CopyData message written on the socket itself,
+    gathered from the tuples' parts by ``sendmsg``, without libpq's copy."""
     dwpg.copy_vectors(conn, table, ("id", "embedding"), vectors, ids, pg_type=pg_type, id_type="int8",
-                      progress=False, direct=False)
+                      progress=False, direct=True)
 
 
 def load_densewire_copy_write(conn, table: str, vectors: np.ndarray, ids: np.ndarray, pg_type: str) -> None:
@@ -183,7 +185,7 @@ def main() -> int:
             files[pg_type] = str(path)
         loaders = {"text COPY (pgvector literals)": load_text, "pgvector-python binary COPY write_row": load_pgvector_python,
                    "densewire binary COPY": load_densewire,
-                   "densewire binary COPY through libpq's buffer": load_densewire_libpq,
+                   "densewire binary COPY on the socket (direct=True)": load_densewire_direct,
                    "densewire stream via psycopg copy.write": load_densewire_copy_write,
                    "server-side COPY FROM file": None}
         readers = {"densewire read_vectors": read_densewire,

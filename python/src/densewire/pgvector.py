@@ -25,9 +25,10 @@ With a database (psycopg 3; the column types are read from the catalog):
         got = pgvector.read_vectors(conn, "items", ("id", "embedding"), order_by="id")
         got.tensor.array, got.ids                                                 # (n, d) array, ids
 
-``copy_vectors`` writes its CopyData messages on the connection's socket itself (no copy into libpq's
-output buffer) unless the connection is TLS or GSS-encrypted (``direct_socket_reason(conn)`` says why
-not; ``direct=False`` always goes through libpq); libpq still ends the COPY and reports its errors.
+``copy_vectors`` hands each chunk to libpq; ``direct=True`` writes the CopyData messages on the
+connection's socket itself (a tenth less client CPU, but slower on an idle machine; not on TLS or
+GSS-encrypted connections: ``direct_socket_reason(conn)`` says why not); libpq ends the COPY and reports
+its errors either way.
 """
 
 from ._pgcopy import (HEADER, ID_TYPES, SIGNATURE, TRAILER, VECTOR_TYPES, CopyColumns, CopyData, encode_copy,
