@@ -1,0 +1,58 @@
+"""Where a model call's time goes: ONNX Runtime's own profiler, per operator type, per call.
+
+    .venv/bin/python bench/model/op_profile.py packed 8      # today's engine, calls of 8 sentences
+    .venv/bin/python bench/model/op_profile.py buckets 8     # the engine before (bucketed_graph.py)
+
+Runs the 320 benchmark sentences' first 160 in calls of BATCH on 2 intra-op threads (idle threads
+sleep, as in `densewire serve`) and prints milliseconds per call for each operator type.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import sys
+from pathlib import Path
+
+import onnxruntime as ort
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench import sentences  # noqa: E402
+from bucketed_graph import BucketedOnnxBackend  # noqa: E402
+
+from densewire._backends import OnnxBertBackend, default_model_path  # noqa: E402
+from densewire._backends.onnx_graph import DISABLED_FUSIONS  # noqa: E402
+
+
+def main() -> None:
+    kind, batch = sys.argv[1], int(sys.argv[2])
+    backend = (BucketedOnnxBackend if kind == "buckets" else OnnxBertBackend)(default_model_path(), threads=2)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.intra_op_num_threads, opts.inter_op_num_threads = 2, 1
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.enable_profiling = True
+    opts.profile_file_prefix = str(Path("/tmp") / f"densewire-op-profile-{kind}")
+    backend._session = ort.InferenceSession(str(backend.graph_path), opts, providers=["CPUExecutionProvider"],
+                                            disabled_optimizers=list(DISABLED_FUSIONS))
+    texts = sentences()[:160]
+    for i in range(0, len(texts), batch):
+        backend.embed(texts[i:i + batch])
+    events = json.loads(Path(backend._session.end_profiling()).read_text())
+    per_op: collections.Counter[str] = collections.Counter()
+    total, runs = 0, 0
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            per_op[e["args"]["op_name"]] += e["dur"]
+        elif e.get("cat") == "Session" and e["name"] == "model_run":
+            total, runs = total + e["dur"], runs + 1
+    print(f"{kind}, calls of {batch}: {runs} ONNX Runtime runs, {total / runs / 1e3:.2f} ms a run "
+          f"({total / len(texts) / 1e3:.2f} ms a sentence)")
+    for op, us in per_op.most_common():
+        print(f"  {op:26s} {us / runs / 1e3:7.3f} ms a run")
+
+
+if __name__ == "__main__":
+    main()
