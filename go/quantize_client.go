@@ -2,7 +2,6 @@ package densewire
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
@@ -66,12 +65,7 @@ func (c *Client) Quantization(ctx context.Context, id string) (*Quantization, er
 }
 
 func (c *Client) fetchQuantization(ctx context.Context, id string) (*Quantization, error) {
-	req, err := c.newRequest(ctx, http.MethodGet, "/v1/quantization/"+url.PathEscape(id), nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", MediaJSON)
-	_, body, err := c.do(req)
+	body, err := c.getJSON(ctx, "/v1/quantization/"+url.PathEscape(id))
 	if err != nil {
 		return nil, err
 	}

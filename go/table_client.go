@@ -32,12 +32,7 @@ type TableInfo struct {
 // ListTables calls GET {BaseURL}/v1/tables. A column type the server names but this library does
 // not know is an UnknownDType error on data[i].columns[j].type.
 func (c *Client) ListTables(ctx context.Context) ([]TableInfo, error) {
-	req, err := c.newRequest(ctx, http.MethodGet, "/v1/tables", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", MediaJSON)
-	_, body, err := c.do(req)
+	body, err := c.getJSON(ctx, "/v1/tables")
 	if err != nil {
 		return nil, err
 	}
@@ -224,6 +219,17 @@ func (c *Client) GetTables(ctx context.Context, names []string, opts *GetTableOp
 		return nil, err
 	}
 	return out, nil
+}
+
+// getJSON GETs path from the server, asking for JSON, and returns the (decompressed) body.
+func (c *Client) getJSON(ctx context.Context, path string) ([]byte, error) {
+	req, err := c.newRequest(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", MediaJSON)
+	_, body, err := c.do(req)
+	return body, err
 }
 
 // newRequest builds a request to the server with the client's headers and API key.
