@@ -65,14 +65,23 @@ public final class DensewireJson {
         if (bytes != null) {
             requireUtf8(bytes);
         }
+        EmbeddingsResponse r = parsing(() -> bytes != null ? MAPPER.readValue(bytes, EmbeddingsResponse.class)
+                : text != null ? MAPPER.readValue(text, EmbeddingsResponse.class)
+                : MAPPER.readValue(in, EmbeddingsResponse.class));
+        if (r == null) {
+            throw new DensewireException(Category.MALFORMED, "an embeddings response must be a JSON object", 0, null);
+        }
+        return r;
+    }
+
+    /** A read by Jackson: what it throws, as densewire's errors ({@link #translate}, non-UTF-8 text, I/O). */
+    private interface JsonRead<T> {
+        T read() throws IOException;
+    }
+
+    private static <T> T parsing(JsonRead<T> read) {
         try {
-            EmbeddingsResponse r = bytes != null ? MAPPER.readValue(bytes, EmbeddingsResponse.class)
-                    : text != null ? MAPPER.readValue(text, EmbeddingsResponse.class)
-                    : MAPPER.readValue(in, EmbeddingsResponse.class);
-            if (r == null) {
-                throw new DensewireException(Category.MALFORMED, "an embeddings response must be a JSON object", 0, null);
-            }
-            return r;
+            return read.read();
         } catch (JsonProcessingException e) {
             throw translate(e);
         } catch (CharConversionException e) {
@@ -101,17 +110,7 @@ public final class DensewireJson {
      */
     public static Quantization.Ranges readQuantization(byte[] json) {
         requireUtf8(json);
-        JsonNode node;
-        try {
-            node = MAPPER.readTree(json);
-        } catch (JsonProcessingException e) {
-            throw translate(e);
-        } catch (CharConversionException e) {
-            throw new DensewireException(Category.MALFORMED, "the JSON text is not UTF-8: " + e.getMessage(), -1, null, e);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        return readQuantization(node);
+        return readQuantization(parsing(() -> MAPPER.readTree(json)));
     }
 
     public static Quantization.Ranges readQuantization(String json) {
@@ -165,16 +164,8 @@ public final class DensewireJson {
     /** Reads a request strictly: unknown fields are {@code invalid_field} naming the field (SPEC.md 6.1). */
     public static EmbeddingsRequest readRequest(byte[] json) {
         requireUtf8(json);
-        try {
-            return MAPPER.readerFor(EmbeddingsRequest.class)
-                    .with(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES).readValue(json);
-        } catch (JsonProcessingException e) {
-            throw translate(e);
-        } catch (CharConversionException e) {
-            throw new DensewireException(Category.MALFORMED, "the JSON text is not UTF-8: " + e.getMessage(), -1, null, e);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return parsing(() -> MAPPER.readerFor(EmbeddingsRequest.class)
+                .with(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES).readValue(json));
     }
 
     /** The error envelope of a category, message, field and offset (SPEC.md section 11). */
