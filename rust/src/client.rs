@@ -186,16 +186,13 @@ impl Client {
         let reply = self
             .retry
             .send(|| {
-                let rb = self
-                    .http
-                    .post(&self.url)
-                    .header(http::header::CONTENT_TYPE, "application/json")
-                    .header(http::header::ACCEPT, self.accept.clone())
-                    .body(body.clone());
-                match &self.api_key {
-                    Some(k) => rb.bearer_auth(k),
-                    None => rb,
-                }
+                self.authorized(
+                    self.http
+                        .post(&self.url)
+                        .header(http::header::CONTENT_TYPE, "application/json")
+                        .header(http::header::ACCEPT, self.accept.clone())
+                        .body(body.clone()),
+                )
             })
             .await?;
         if !(200..300).contains(&reply.status) {
@@ -214,6 +211,14 @@ impl Client {
         Embeddings::decode(format, &headers, body, true)
     }
 
+    /// `rb` with the API key as a bearer token, when the client has one.
+    pub(crate) fn authorized(&self, rb: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.api_key {
+            Some(k) => rb.bearer_auth(k),
+            None => rb,
+        }
+    }
+
     /// The published ranges of quantization `id` (`GET /v1/quantization/{id}`, SPEC.md section
     /// 17.6), checked by [`Quantization::from_json`] and against `id`. Fetched once: the object is
     /// immutable, so later calls (of this client and its clones) use the cached one.
@@ -227,13 +232,7 @@ impl Client {
         let url = format!("{}/quantization/{id}", self.v1);
         let reply = self
             .retry
-            .send(|| {
-                let rb = self.http.get(&url).header(http::header::ACCEPT, "application/json");
-                match &self.api_key {
-                    Some(k) => rb.bearer_auth(k),
-                    None => rb,
-                }
-            })
+            .send(|| self.authorized(self.http.get(&url).header(http::header::ACCEPT, "application/json")))
             .await?;
         if !(200..300).contains(&reply.status) {
             return Err(reply.error());
