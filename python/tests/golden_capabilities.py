@@ -71,3 +71,12 @@ def claimed_cases(files: dict[str, list[dict]]) -> list[dict]:
     p = plan(files)
     PLANS.append(p)
     return p.run
+
+
+def assert_golden_error(err: Exception, case: dict) -> None:
+    """``err`` is the case's error: its category, and its offset and field where the case gives them."""
+    assert err.category == case["error"], str(err)
+    if "offset" in case:
+        assert err.offset == case["offset"], str(err)
+    if "field" in case:
+        assert err.field == case["field"], str(err)

@@ -11,7 +11,7 @@ import pytest
 import densewire
 from densewire import DensewireError, Embeddings, Tensor, Usage
 from densewire._convert import float32_to_bfloat16, float32_to_float16, float64_to_bfloat16, to_binary
-from golden_capabilities import GOLDEN, claimed_cases
+from golden_capabilities import GOLDEN, assert_golden_error, claimed_cases
 
 _STORAGE_BITS = {"float32": "<u4", "float16": "<u2", "bfloat16": "<u2", "float64": "<u8",
                  "int8": "u1", "uint8": "u1", "binary": "u1"}
@@ -101,12 +101,7 @@ def test_invalid(case: dict) -> None:
                 densewire.decode_protobuf(body, case["message"])
             else:
                 densewire.decode(body, case["format"], case.get("headers"))
-    err = info.value
-    assert err.category == case["error"], str(err)
-    if "offset" in case:
-        assert err.offset == case["offset"], str(err)
-    if "field" in case:
-        assert err.field == case["field"], str(err)
+    assert_golden_error(info.value, case)
 
 
 @pytest.mark.parametrize("case", _params("conversions.json"))

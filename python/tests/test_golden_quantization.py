@@ -11,7 +11,7 @@ import pytest
 
 import densewire
 from densewire import DensewireError, Embeddings, Quantization, Tensor, Usage
-from golden_capabilities import GOLDEN, claimed_cases
+from golden_capabilities import GOLDEN, assert_golden_error, claimed_cases
 
 
 def _load() -> list[dict]:
@@ -136,9 +136,4 @@ def test_invalid(case: dict) -> None:
         else:
             body = case["input_text"] if "input_text" in case else bytes.fromhex(case["input_hex"])
             _decode(case, body)
-    err = info.value
-    assert err.category == case["error"], str(err)
-    if "offset" in case:
-        assert err.offset == case["offset"], str(err)
-    if "field" in case:
-        assert err.field == case["field"], str(err)
+    assert_golden_error(info.value, case)

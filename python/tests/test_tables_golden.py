@@ -11,7 +11,7 @@ import pytest
 
 import densewire
 from densewire import Column, DensewireError, Table
-from golden_capabilities import GOLDEN, claimed_cases
+from golden_capabilities import GOLDEN, assert_golden_error, claimed_cases
 
 ALL_CASES = json.loads((GOLDEN / "tables.json").read_text())["cases"]
 CASES = claimed_cases({"tables.json": ALL_CASES})
@@ -102,12 +102,7 @@ def test_invalid(case: dict) -> None:
             densewire.encode_table(expected_table(case), fmt)
         else:
             densewire.decode_table(_body(case), fmt, columns=_columns_arg(case))
-    err = info.value
-    assert err.category == case["error"], str(err)
-    if "field" in case:
-        assert err.field == case["field"], str(err)
-    if "offset" in case:
-        assert err.offset == case["offset"], str(err)
+    assert_golden_error(info.value, case)
 
 
 def test_every_format_and_every_case_kind_is_covered() -> None:
