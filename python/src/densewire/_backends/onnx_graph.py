@@ -21,8 +21,8 @@ ONNX Runtime's optimizer folds each matrix product and its bias into one
 the graph of builder version 2 used, are kept off when the session is made
 (:data:`DISABLED_FUSIONS`; ONNX Runtime 1.31 does not apply them to these 2-D
 tensors anyway): on the AVX2 machines this project measures on,
-``SkipLayerNormalization`` ran 4-5x slower than ``Add`` + ``LayerNormalization``
-and the model 4-9 % slower with them (bench/model/RESULTS.md).
+``SkipLayerNormalization`` ran 4-6x slower than ``Add`` + ``LayerNormalization``
+(bench/model/layernorm.py, bench/model/RESULTS.md).
 
 The embeddings are ``Gather`` of the word and position tables (token type 0
 folded into the positions), ``Add`` and ``LayerNormalization``.
