@@ -52,15 +52,20 @@ class MicroBatcher:
         max_wait: float,
         concurrency: int,
         metrics: Metrics,
+        wide_fn: Callable[[list[str]], np.ndarray] | None = None,
     ) -> None:
         self._fn = fn
+        self._wide_fn = wide_fn
         self._executor = executor
         self.max_batch_tokens = max(1, max_batch_tokens)
         self.max_wait = max(0.0, max_wait)
         self._queue: deque[_Chunk] = deque()
         self._queued_tokens = 0
         self._queued_inputs = 0
-        self._slots = asyncio.Semaphore(max(1, concurrency))
+        self.concurrency = max(1, concurrency)
+        self._slots = asyncio.Semaphore(self.concurrency)
+        self._busy = 0  # slots taken by a model call (or by the call being formed)
+        self._shared_out = False  # the last call left inputs queued with them for a free slot
         self._more = asyncio.Event()
         self._metrics = metrics
         self._runner: asyncio.Task[None] | None = None
@@ -129,7 +134,9 @@ class MicroBatcher:
                 self._more.clear()
                 await self._more.wait()
             await self._slots.acquire()
-            if self.max_wait > 0 and self._queued_tokens < self.max_batch_tokens:
+            self._busy += 1
+            shared, self._shared_out = self._shared_out, False
+            if not shared and self.max_wait > 0 and self._queued_tokens < self.max_batch_tokens:
                 deadline = loop.time() + self.max_wait
                 while self._queued_tokens < self.max_batch_tokens:
                     remaining = deadline - loop.time()
@@ -140,6 +147,9 @@ class MicroBatcher:
                         await asyncio.wait_for(self._more.wait(), remaining)
                     except (TimeoutError, asyncio.TimeoutError):
                         break
+            free = self.concurrency - self._busy + 1  # this slot and the others idle now
+            wide = self._wide_fn is not None and free == self.concurrency and self._live_chunks() <= 1
+            share = float("inf") if wide or free <= 1 else self._queued_tokens / min(free, self._live_chunks())
             batch: list[_Chunk] = []
             tokens = 0
             now = time.perf_counter()
@@ -148,7 +158,8 @@ class MicroBatcher:
                 if chunk.taken:  # cancelled while queued: nobody waits for it, it never reaches the model
                     self._queue.popleft()
                     continue
-                if batch and tokens + chunk.tokens > self.max_batch_tokens:
+                if batch and (tokens + chunk.tokens > self.max_batch_tokens or tokens >= share):
+                    self._shared_out = tokens >= share
                     break
                 self._queue.popleft()
                 chunk.taken = True
@@ -159,11 +170,25 @@ class MicroBatcher:
                 self._metrics.queue_wait.observe(now - chunk.queued_at)
             self._metrics.queue_inputs.set(self._queued_inputs)
             if not batch:
-                self._slots.release()
+                self._release(1)
                 continue
-            task = loop.create_task(self._execute(batch, tokens))
+            slots, fn = 1, self._fn
+            if wide:  # the only call: it takes every slot, and the backend's threads
+                for _ in range(free - 1):
+                    await self._slots.acquire()  # free: returns at once
+                self._busy += free - 1
+                slots, fn = free, self._wide_fn
+            task = loop.create_task(self._execute(batch, tokens, fn, slots))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
+
+    def _live_chunks(self) -> int:
+        return sum(1 for c in self._queue if not c.taken)
+
+    def _release(self, slots: int) -> None:
+        self._busy -= slots
+        for _ in range(slots):
+            self._slots.release()
 
     def _drop(self, chunk: _Chunk) -> None:
         """A queued chunk whose future was cancelled: out of the counts (and of the next call)."""
@@ -175,12 +200,13 @@ class MicroBatcher:
         self._metrics.queue_inputs.set(self._queued_inputs)
         self._metrics.queue_dropped_inputs.inc(len(chunk.texts))
 
-    async def _execute(self, batch: list[_Chunk], tokens: int) -> None:
+    async def _execute(self, batch: list[_Chunk], tokens: int, fn: Callable[[list[str]], np.ndarray],
+                       slots: int) -> None:
         try:
             texts = batch[0].texts if len(batch) == 1 else [t for c in batch for t in c.texts]
             t0 = time.perf_counter()
             try:
-                result = await asyncio.get_running_loop().run_in_executor(self._executor, self._fn, texts)
+                result = await asyncio.get_running_loop().run_in_executor(self._executor, fn, texts)
             except asyncio.CancelledError:  # close() while the model runs: nobody will get its answer
                 for c in batch:
                     if not c.future.done():
@@ -203,4 +229,4 @@ class MicroBatcher:
                 if not c.future.done():
                     c.future.set_result(rows)
         finally:
-            self._slots.release()
+            self._release(slots)
