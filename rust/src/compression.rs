@@ -366,13 +366,26 @@ fn unzstd(data: &[u8], sink: &mut Sink) -> Result<()> {
     let mut block = vec![0u8; OUT_BLOCK];
     loop {
         match StreamingDecoder::new(&mut rest) {
-            Ok(mut frame) => loop {
-                let n = frame.read(&mut block).map_err(|e| corrupt(ZSTD, e))?;
-                if n == 0 {
-                    break;
+            Ok(mut frame) => {
+                loop {
+                    let n = frame.read(&mut block).map_err(|e| corrupt(ZSTD, e))?;
+                    if n == 0 {
+                        break;
+                    }
+                    sink.push(&block[..n])?;
                 }
-                sink.push(&block[..n])?;
-            },
+                // the frame's content checksum (the low 32 bits of its XXH64), when it has one
+                let decoder = &frame.decoder;
+                if let (Some(sent), Some(seen)) = (decoder.get_checksum_from_data(), decoder.get_calculated_checksum())
+                {
+                    if sent != seen {
+                        return Err(corrupt(
+                            ZSTD,
+                            format!("content checksum {sent:08x} does not match the content's {seen:08x}"),
+                        ));
+                    }
+                }
+            }
             Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame { length, .. })) => {
                 rest = rest.get(length as usize..).ok_or_else(|| corrupt(ZSTD, "the stream ends early"))?;
             }
@@ -545,6 +558,7 @@ mod tests {
             ("zstd: not zstd", Zstd, b"not zstd at all".to_vec()),
             ("zstd: empty", Zstd, vec![]),
             ("zstd: cut", Zstd, zs[..zs.len() - 3].to_vec()),
+            ("zstd: content checksum wrong", Zstd, flip(zs.clone(), -1)),
             ("zstd: bytes after the frame", Zstd, cat(&[&zs, b"trailing"])),
             ("zstd: a skippable frame cut", Zstd, cat(&[&zs, &[0x50, 0x2a, 0x4d, 0x18, 9, 0, 0, 0, 1]])),
         ];
