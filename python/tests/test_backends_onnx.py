@@ -76,20 +76,6 @@ def test_threads_share_one_session(model: OnnxBertBackend, vectors: np.ndarray) 
         np.testing.assert_allclose(out, vectors, atol=1e-5, rtol=0)
 
 
-def test_single_threaded_is_the_same_model_on_one_thread(cache: Path, model: OnnxBertBackend,
-                                                         vectors: np.ndarray) -> None:
-    assert model.single_threaded() is model  # already one thread
-    two = OnnxBertBackend(default_model_path(), name=BUILTIN_MODEL_NAME, cache=cache, threads=2)
-    one = two.single_threaded()
-    assert one is not two and one.single_threaded() is one and two.single_threaded() is one
-    assert (one.threads, two.threads) == (1, 2)
-    opts = one._session.get_session_options()
-    assert opts.intra_op_num_threads == 1 and two._session.get_session_options().intra_op_num_threads == 2
-    assert (one.name, one.dimensions, one.graph_path) == (two.name, two.dimensions, two.graph_path)
-    np.testing.assert_allclose(one.embed(TEXTS), vectors, atol=1e-5, rtol=0)
-    np.testing.assert_allclose(two.embed(TEXTS), vectors, atol=1e-5, rtol=0)
-
-
 # -- the graph and its cache ------------------------------------------------
 
 def test_graph_runs_the_linear_layers_on_packed_tokens(model: OnnxBertBackend) -> None:

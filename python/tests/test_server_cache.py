@@ -162,65 +162,27 @@ class Overlap(Recorder):
                 self.running -= 1
 
 
-def _slots_run(narrow: Recorder, wide: Recorder | None, waves: list[list[str]], gap: float = 0.0) -> list:
-    """Waves of one-text requests, submitted together, on a batcher of 2 slots; the answers."""
+def test_waiting_inputs_are_split_across_idle_slots() -> None:
+    """8 requests waiting and 2 idle slots (--model-threads 2): two calls of 4 side by side, not one
+    call of 8 while the other slot idles (the rule before: the first slot took everything that fit)."""
+    fn = Overlap(delay=0.05)
 
-    async def run() -> list:
+    async def run() -> list[np.ndarray]:
         pool = ThreadPoolExecutor(2)
-        b = MicroBatcher(narrow, pool, metrics=Metrics(), max_batch_tokens=1000, max_wait=0.01,
-                         concurrency=2, wide_fn=wide)
+        b = MicroBatcher(fn, pool, metrics=Metrics(), max_batch_tokens=1000, max_wait=0.01, concurrency=2)
         b.start()
         try:
-            out = []
-            for wave in waves:
-                futs = [b.submit([t], [2])[0][0] for t in wave]
-                out += await asyncio.gather(*futs)
-                await asyncio.sleep(gap)
-            return out
+            first = await asyncio.gather(*(b.submit([f"t{i}"], [2])[0][0] for i in range(8)))
+            lone = await b.submit(["alone"], [2])[0][0]  # one chunk: one call, nothing to split
+            return [*first, lone]
         finally:
             await b.close()
             pool.shutdown()
 
-    return asyncio.run(run())
-
-
-def test_waiting_inputs_are_split_across_free_slots() -> None:
-    """8 requests waiting and 2 idle slots: two calls of 4 side by side, not one call of 8 while the
-    other slot idles (the rule before: the first free slot took everything that fit)."""
-    narrow, wide = Overlap(delay=0.05), Overlap()
-    out = _slots_run(narrow, wide, [[f"t{i}" for i in range(8)]])
-    assert sorted(len(c) for c in narrow.calls) == [4, 4], narrow.calls
-    assert narrow.most == 2 and wide.calls == []
-    assert [o[0, 0] for o in out] == [2.0] * 8  # every request its own row
-    plain = Overlap(delay=0.05)  # without a wide function (--model-threads 2): the same split
-    _slots_run(plain, None, [[f"t{i}" for i in range(8)]])
-    assert sorted(len(c) for c in plain.calls) == [4, 4] and plain.most == 2
-
-
-def test_a_call_alone_takes_every_slot() -> None:
-    """One request with both slots idle runs on the wide function (every core); while it runs no
-    other call starts, so the cores are never oversubscribed."""
-    narrow, wide = Overlap(), Overlap(delay=0.08)
-
-    async def run() -> None:
-        pool = ThreadPoolExecutor(2)
-        b = MicroBatcher(narrow, pool, metrics=Metrics(), max_batch_tokens=1000, max_wait=0.005,
-                         concurrency=2, wide_fn=wide)
-        b.start()
-        try:
-            first = b.submit(["alone"], [2])[0][0]
-            await asyncio.sleep(0.03)  # the wide call runs now
-            later = [b.submit([f"later {i}"], [2])[0][0] for i in range(2)]
-            await asyncio.sleep(0.02)
-            assert not narrow.calls, "a narrow call started beside the wide one"
-            await asyncio.gather(first, *later)
-        finally:
-            await b.close()
-            pool.shutdown()
-
-    asyncio.run(run())
-    assert wide.calls[0] == ["alone"]
-    assert sorted(map(len, narrow.calls)) == [1, 1]  # the two that waited: one a slot, side by side
+    out = asyncio.run(run())
+    assert sorted(len(c) for c in fn.calls[:2]) == [4, 4] and fn.most == 2, fn.calls
+    assert fn.calls[2:] == [["alone"]]
+    assert [o[0, 0] for o in out] == [2.0] * 8 + [5.0]  # every request its own row
 
 
 def test_batch_token_bound() -> None:
@@ -295,37 +257,6 @@ def test_embedder_dedupes_and_joins_inflight() -> None:
     reg = parse_metrics(metrics.render().decode())
     assert metric_value(reg, "densewire_cache_misses_total") == 3
     assert metric_value(reg, "densewire_cache_hits_total", layer="inflight") == 12
-
-
-class TwoSessionBackend(CountingBackend):
-    """A backend with a one-thread sibling, as OnnxBertBackend.single_threaded gives."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.single = CountingBackend()
-
-    def single_threaded(self) -> CountingBackend:
-        return self.single
-
-
-@pytest.mark.parametrize(("flags", "cores", "per_core"), [
-    ({}, 2, True),                                   # the defaults on 2 cores: a call per core
-    ({}, 1, False),                                  # one core: nothing to split
-    ({"model_threads": 1}, 2, False),                # set by hand: as told
-    ({"blas_threads": 1}, 2, False),
-])
-def test_embedder_runs_a_call_per_core_by_default(monkeypatch: pytest.MonkeyPatch, flags: dict, cores: int,
-                                                  per_core: bool) -> None:
-    monkeypatch.setattr("densewire._server.config.cores", lambda: cores)
-    monkeypatch.setattr("densewire._server.embedder.cores", lambda: cores)
-    backend = TwoSessionBackend()
-    e = Embedder(backend, ServerConfig(model="counting", **flags), Metrics(), ThreadPoolExecutor(1))
-    b = e.batcher
-    if per_core:
-        assert (e.model_threads, b.concurrency) == (2, 2)
-        assert b._fn == backend.single.embed and b._wide_fn == backend.embed
-    else:
-        assert b._fn == backend.embed and b._wide_fn is None
 
 
 # -- over HTTP: micro-batching and the memory cache ------------------------------------------------

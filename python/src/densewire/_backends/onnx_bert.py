@@ -19,7 +19,6 @@ thread-safe, so several threads may call one backend (``--model-threads``).
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -229,44 +228,19 @@ class OnnxBertBackend(SentenceEncoder):
         m = self.model
         self._attention_weight = 3 * 4 * m.hidden / (2 * (4 * m.hidden ** 2 + 2 * m.hidden * m.intermediate))
         self.graph_path = self._graph(Path(cache) if cache is not None else cache_dir() / "onnx")
-        self._providers = providers or ["CPUExecutionProvider"]
-        self._spinning = spinning
-        self._session = self._new_session(threads)
-        self.execution_provider = self._session.get_providers()[0]
-        self.threads = threads or None
-        self._single: OnnxBertBackend | None = None
-        self._single_lock = threading.Lock()
-        self._init_tokenizers(name)
-
-    def _new_session(self, threads: int | None) -> "onnxruntime.InferenceSession":  # noqa: F821
-        ort = import_onnxruntime()
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.inter_op_num_threads = 1
         if threads:
             opts.intra_op_num_threads = threads
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if self._spinning else "0")
-        return ort.InferenceSession(str(self.graph_path), opts, providers=self._providers,
-                                    disabled_optimizers=list(DISABLED_FUSIONS))
-
-    def single_threaded(self) -> "OnnxBertBackend":
-        """This backend on one intra-op thread: the same model, tokenizers and graph, in a second
-        ONNX Runtime session (made on first use, then kept) that runs each call on its caller's
-        thread alone, so that several calls at once each take one core and none waits for a thread
-        pool. ``densewire serve`` runs concurrent model calls on it (``_server/batcher.py``). The
-        session holds its own copy of the prepacked weights. Returns ``self`` when this backend
-        already runs on one thread."""
-        if self.threads == 1:
-            return self
-        with self._single_lock:
-            if self._single is None:
-                single = copy.copy(self)
-                single._session = self._new_session(1)
-                single.threads = 1
-                single._single = single
-                self._single = single
-            return self._single
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+        self._session = ort.InferenceSession(str(self.graph_path), opts,
+                                             providers=providers or ["CPUExecutionProvider"],
+                                             disabled_optimizers=list(DISABLED_FUSIONS))
+        self.execution_provider = self._session.get_providers()[0]
+        self.threads = threads or None
+        self._init_tokenizers(name)
 
     def _graph(self, folder: Path) -> Path:
         """The cached graph file for this model and quantization, built if missing."""

@@ -51,7 +51,7 @@ from densewire._backends.blas import limit_blas_threads
 from densewire._backends.registry import load_backend
 
 from .admission import Admission, Ticket
-from .config import ServerConfig, calls_per_core, config_from_env, validate
+from .config import ServerConfig, config_from_env, validate
 from .dialects import cohere_embed, ollama_embed, ollama_embeddings, tei_embed, tei_info, tei_tokenize
 from .embedder import Embedder
 from .errorlog import ErrorLogMiddleware
@@ -114,9 +114,6 @@ class ServerState:
                                        **self.cfg.backend_options))
             log.info("model %s loaded (%d dimensions, %d max tokens) in %.1f s", backend.name,
                      backend.dimensions, backend.max_tokens, time.perf_counter() - t0)
-        if calls_per_core(self.cfg) and hasattr(backend, "single_threaded"):
-            # its second session, made here off the event loop; the Embedder takes the one kept
-            await asyncio.get_running_loop().run_in_executor(self.cpu_pool, backend.single_threaded)
         self.embedder = Embedder(backend, self.cfg, self.metrics, self.cpu_pool)
         self.embedder.quantization = LazyQuantizer(backend, self.embedder.model_id)
         if calibrates_at_load(backend):

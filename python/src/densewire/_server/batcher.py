@@ -7,7 +7,9 @@ requests arriving together share a call; and when a slot has just freed, so that
 last call answered, whose next requests are on their way, join the next call instead of waiting
 for the one after. Without that second wait, clients in lock-step split into cohorts that alternate
 between calls: 8 one-sentence clients ran as calls of 4 (bench/model/RESULTS.md). Model calls run
-in a thread pool, never on the event loop.
+in a thread pool, never on the event loop. With several model slots (``--model-threads``), the
+inputs waiting when a call is formed are split evenly between the idle slots, so that they run
+side by side.
 
 A chunk whose future was cancelled while it waited (every request waiting on it left: deadline
 passed or client gone, see ``admission.py``) is dropped when the next call is formed: its inputs
@@ -52,10 +54,8 @@ class MicroBatcher:
         max_wait: float,
         concurrency: int,
         metrics: Metrics,
-        wide_fn: Callable[[list[str]], np.ndarray] | None = None,
     ) -> None:
         self._fn = fn
-        self._wide_fn = wide_fn
         self._executor = executor
         self.max_batch_tokens = max(1, max_batch_tokens)
         self.max_wait = max(0.0, max_wait)
@@ -65,7 +65,7 @@ class MicroBatcher:
         self.concurrency = max(1, concurrency)
         self._slots = asyncio.Semaphore(self.concurrency)
         self._busy = 0  # slots taken by a model call (or by the call being formed)
-        self._shared_out = False  # the last call left inputs queued with them for a free slot
+        self._shared_out = False  # the last call left queued inputs to the next free slot
         self._more = asyncio.Event()
         self._metrics = metrics
         self._runner: asyncio.Task[None] | None = None
@@ -147,9 +147,7 @@ class MicroBatcher:
                         await asyncio.wait_for(self._more.wait(), remaining)
                     except (TimeoutError, asyncio.TimeoutError):
                         break
-            free = self.concurrency - self._busy + 1  # this slot and the others idle now
-            wide = self._wide_fn is not None and free == self.concurrency and self._live_chunks() <= 1
-            share = float("inf") if wide or free <= 1 else self._queued_tokens / min(free, self._live_chunks())
+            share = self._share()
             batch: list[_Chunk] = []
             tokens = 0
             now = time.perf_counter()
@@ -170,25 +168,25 @@ class MicroBatcher:
                 self._metrics.queue_wait.observe(now - chunk.queued_at)
             self._metrics.queue_inputs.set(self._queued_inputs)
             if not batch:
-                self._release(1)
+                self._release()
                 continue
-            slots, fn = 1, self._fn
-            if wide:  # the only call: it takes every slot, and the backend's threads
-                for _ in range(free - 1):
-                    await self._slots.acquire()  # free: returns at once
-                self._busy += free - 1
-                slots, fn = free, self._wide_fn
-            task = loop.create_task(self._execute(batch, tokens, fn, slots))
+            task = loop.create_task(self._execute(batch, tokens))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
 
-    def _live_chunks(self) -> int:
-        return sum(1 for c in self._queue if not c.taken)
+    def _share(self) -> float:
+        """The tokens this call takes when other slots are idle too (``--model-threads`` > 1): the
+        queue split evenly between them, whole chunks, so that the waiting inputs run side by side
+        instead of one call taking them all while the other slots idle."""
+        free = self.concurrency - self._busy + 1  # this slot and the idle ones
+        live = sum(1 for c in self._queue if not c.taken)
+        if free <= 1 or live <= 1:
+            return float("inf")
+        return self._queued_tokens / min(free, live)
 
-    def _release(self, slots: int) -> None:
-        self._busy -= slots
-        for _ in range(slots):
-            self._slots.release()
+    def _release(self) -> None:
+        self._busy -= 1
+        self._slots.release()
 
     def _drop(self, chunk: _Chunk) -> None:
         """A queued chunk whose future was cancelled: out of the counts (and of the next call)."""
@@ -200,13 +198,12 @@ class MicroBatcher:
         self._metrics.queue_inputs.set(self._queued_inputs)
         self._metrics.queue_dropped_inputs.inc(len(chunk.texts))
 
-    async def _execute(self, batch: list[_Chunk], tokens: int, fn: Callable[[list[str]], np.ndarray],
-                       slots: int) -> None:
+    async def _execute(self, batch: list[_Chunk], tokens: int) -> None:
         try:
             texts = batch[0].texts if len(batch) == 1 else [t for c in batch for t in c.texts]
             t0 = time.perf_counter()
             try:
-                result = await asyncio.get_running_loop().run_in_executor(self._executor, fn, texts)
+                result = await asyncio.get_running_loop().run_in_executor(self._executor, self._fn, texts)
             except asyncio.CancelledError:  # close() while the model runs: nobody will get its answer
                 for c in batch:
                     if not c.future.done():
@@ -229,4 +226,4 @@ class MicroBatcher:
                 if not c.future.done():
                     c.future.set_result(rows)
         finally:
-            self._release(slots)
+            self._release()

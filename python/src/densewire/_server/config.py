@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from .tables.config import parse_compression, table_specs
 
 __all__ = ["ServerConfig", "SETTINGS", "Setting", "config_from_env", "config_to_env", "cores", "env_name",
-           "model_threads_for", "calls_per_core"]
+           "model_threads_for"]
 
 MiB = 1 << 20
 
@@ -182,9 +182,10 @@ SETTINGS: tuple[Setting, ...] = (
             "answered it; past it, or when its client has gone, it leaves the queue without using the "
             "model, with 503 and Retry-After (default 30; 0 = no deadline)", "SECONDS"),
     Setting("model_threads", int, "model calls running at the same time; each call uses --blas-threads "
-            "intra-op threads (default 0: as many calls as the cores hold, cores / --blas-threads; with "
-            "--blas-threads 0 too, the ONNX engine adapts: a call alone uses every core, and waiting inputs "
-            "are split into one call per core on one thread each)", "N"),
+            "intra-op threads (default 0: as many calls as the cores hold, cores / --blas-threads: 1 with "
+            "the default --blas-threads 0, one per core with --blas-threads 1, so that a request arriving "
+            "while a call runs does not wait for it; inputs waiting together are split evenly between "
+            "the idle calls)", "N"),
     Setting("blas_threads", int, "intra-op threads of one model call: ONNX Runtime's "
             "intra_op_num_threads with --engine onnx, the BLAS library's (OpenBLAS, MKL) threads with "
             "--engine numpy (default 0: one per core; 1 is best on a machine shared with other work)",
@@ -275,15 +276,6 @@ def cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not Linux
         return max(1, os.cpu_count() or 1)
-
-
-def calls_per_core(cfg: ServerConfig) -> bool:
-    """Whether the model runs one call per core when several wait, and one call on every core when
-    it is alone (``--model-threads 0 --blas-threads 0``, the defaults, on more than one core, with a
-    backend that can run on one thread: ``OnnxBertBackend.single_threaded``). On 2 cores, two calls
-    of 4 sentences on one thread each embedded 9-15 % more sentences a second than one call of 8 on
-    both (bench/model/data_parallel.py), and a lone request still gets every core."""
-    return cfg.model_threads == 0 and cfg.blas_threads == 0 and cores() > 1
 
 
 def model_threads_for(cfg: ServerConfig) -> int:

@@ -22,7 +22,7 @@ from densewire import InvalidFieldError, NotFoundError, UnavailableError
 
 from .batcher import MicroBatcher
 from .cache import MemoryCache, RedisCache, redis_key
-from .config import ServerConfig, calls_per_core, cores, model_threads_for
+from .config import ServerConfig, model_threads_for
 from .limits import char_bound, clip_text
 from .logs import log
 from .metrics import Metrics
@@ -79,16 +79,11 @@ class Embedder:
             self.redis = RedisCache(cfg.redis_url, ttl=cfg.redis_ttl, timeout=cfg.redis_timeout,
                                     on_state=self._redis_state)
         self.model_threads = model_threads_for(cfg)
-        embed, wide = backend.embed, None
-        if calls_per_core(cfg) and hasattr(backend, "single_threaded"):
-            # a call per core when several wait, every core for a call alone (batcher.py)
-            self.model_threads = cores()
-            embed, wide = backend.single_threaded().embed, backend.embed
         self._model_pool = ThreadPoolExecutor(self.model_threads, thread_name_prefix="densewire-model")
         self.batcher = MicroBatcher(
-            embed, self._model_pool,
+            backend.embed, self._model_pool,
             max_batch_tokens=cfg.max_batch_tokens, max_wait=cfg.max_batch_wait_ms / 1000.0,
-            concurrency=self.model_threads, metrics=metrics, wide_fn=wide,
+            concurrency=self.model_threads, metrics=metrics,
         )
         # text -> (future of a chunk's native vectors, row in the chunk) while a model call runs
         self._inflight: dict[str, tuple[asyncio.Future, int]] = {}
