@@ -1,0 +1,216 @@
+"""Graph variants of the ONNX engine against today's packed graph, interleaved in one process.
+
+    .venv/bin/python bench/model/graph_variants.py [--rounds 12] [--batches 1,8,32]
+
+Contenders, each a backend of 2 intra-op threads whose idle threads sleep (as `densewire serve`):
+
+* ``packed``: today's engine (python/src/densewire/_backends/onnx_graph.py, builder version 3).
+* ``padded``: right-padded length buckets with ``EmbedLayerNormalization`` and the fused ``Attention``
+  (its own Q/K/V product), every other operator as in ``packed`` on the ``(rows, hidden)`` view
+  (``Gemm`` + ``Add`` + ``LayerNormalization``, ``Gelu``): no gathers, but the linear layers compute
+  each bucket's padding. What one would run for single sequences if the graph were chosen by the
+  call's size.
+* ``three-qkv``: ``packed`` with separate Q, K and V products (each ``Gemm`` with its bias) gathered
+  one by one into the padded view: no ``Split``, and ``MultiHeadAttention`` without a bias input.
+* ``buckets``: the engine before builder version 2 (bucketed_graph.py).
+* ``numpy``: densewire's numpy engine (the issue's baseline).
+
+Prints, per batch size, the median sentences/s and the medians of the per-round ratios to numpy
+and to ``packed``. Vectors of every variant are checked against ``packed`` first (max abs diff).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench import sentences  # noqa: E402
+from bucketed_graph import BucketedOnnxBackend, plan_buckets  # noqa: E402
+
+from densewire._backends import BertBackend, OnnxBertBackend, default_model_path  # noqa: E402
+from densewire._backends.bert_model import BertModel, pool  # noqa: E402
+from densewire._backends.onnx_graph import OPSET  # noqa: E402
+
+_MS = "com.microsoft"
+
+
+class _Graph:
+    """Builds ONNX nodes and initializers for a variant."""
+
+    def __init__(self) -> None:
+        import onnx
+
+        self.onnx = onnx
+        self.inits: list = []
+        self.nodes: list = []
+
+    def const(self, name: str, array: np.ndarray, dtype: type = np.float32) -> str:
+        self.inits.append(self.onnx.numpy_helper.from_array(np.ascontiguousarray(array, dtype=dtype), name))
+        return name
+
+    def node(self, op: str, inputs: list[str], outputs: list[str], name: str, domain: str = "", **attrs: object) -> None:
+        self.nodes.append(self.onnx.helper.make_node(op, inputs, outputs, name=name, domain=domain, **attrs))
+
+    def ffn(self, model: BertModel, lay, p: str, x: str, context: str, out: str) -> None:
+        """Attention output, residual, LayerNorm, feed-forward, residual, LayerNorm (as builder version 3)."""
+        c, n = self.const, self.node
+        n("MatMul", [context, c(p + "attn_out_w", lay.w_o)], [p + "attn_out"], p + "attn_out")
+        n("Add", [p + "attn_out", c(p + "attn_out_b", lay.b_o)], [p + "attn_biased"], p + "attn_bias")
+        n("Add", [p + "attn_biased", x], [p + "attn_residual"], p + "attn_residual")
+        n("LayerNormalization", [p + "attn_residual", c(p + "ln1_w", lay.ln1_w), c(p + "ln1_b", lay.ln1_b)],
+          [p + "attn_norm"], p + "ln1", axis=-1, epsilon=model.eps)
+        n("MatMul", [p + "attn_norm", c(p + "ffn_in_w", lay.w_in)], [p + "ffn_in"], p + "ffn_in")
+        n("Add", [p + "ffn_in", c(p + "ffn_in_b", lay.b_in)], [p + "ffn_biased"], p + "ffn_in_bias")
+        n("Gelu", [p + "ffn_biased"], [p + "ffn_act"], p + "gelu", _MS)
+        n("MatMul", [p + "ffn_act", c(p + "ffn_out_w", lay.w_out)], [p + "ffn_out"], p + "ffn_out")
+        n("Add", [p + "ffn_out", c(p + "ffn_out_b", lay.b_out)], [p + "ffn_biased_out"], p + "ffn_out_bias")
+        n("Add", [p + "ffn_biased_out", p + "attn_norm"], [p + "ffn_residual"], p + "ffn_residual")
+        n("LayerNormalization", [p + "ffn_residual", c(p + "ln2_w", lay.ln2_w), c(p + "ln2_b", lay.ln2_b)],
+          [out], p + "ln2", axis=-1, epsilon=model.eps)
+
+    def model(self, inputs: list[tuple[str, list[str]]], hidden: int) -> "onnx.ModelProto":  # noqa: F821
+        h, tp = self.onnx.helper, self.onnx.TensorProto
+        graph = h.make_graph(self.nodes, "variant", [h.make_tensor_value_info(k, tp.INT32, dims) for k, dims in inputs],
+                             [h.make_tensor_value_info("last_hidden_state", tp.FLOAT, ["rows", hidden])],
+                             initializer=self.inits)
+        proto = h.make_model(graph, opset_imports=[h.make_opsetid("", OPSET), h.make_opsetid(_MS, 1)])
+        proto.ir_version = 8
+        return proto
+
+
+def build_padded(model: BertModel) -> "onnx.ModelProto":  # noqa: F821
+    g, (emb, layers), d = _Graph(), model.load_weights(), model.hidden
+    position = emb["position"] + emb["token_type"]
+    g.node("EmbedLayerNormalization",
+           ["input_ids", "", g.const("word", emb["word"]), g.const("position", position), "",
+            g.const("eln_w", emb["ln_w"]), g.const("eln_b", emb["ln_b"]), "attention_mask"],
+           ["embedded", "mask_index"], "embeddings", _MS, epsilon=model.eps)
+    rows = g.const("rows_shape", np.array([-1, d]), np.int64)
+    g.node("Shape", ["embedded"], ["padded_shape"], "padded_shape")
+    g.node("Reshape", ["embedded", rows], ["hidden_0"], "rows_0")
+    x, x_padded = "hidden_0", "embedded"
+    for n, lay in enumerate(layers):
+        p = f"layer{n}_"
+        if x_padded is None:
+            g.node("Reshape", [x, "padded_shape"], [p + "padded"], p + "padded")
+            x_padded = p + "padded"
+        g.node("Attention", [x_padded, g.const(p + "qkv_w", np.concatenate([lay.w_q, lay.w_k, lay.w_v], axis=1)),
+                             g.const(p + "qkv_b", np.concatenate([lay.b_q, lay.b_k, lay.b_v])), "mask_index"],
+               [p + "context_padded"], p + "attention", _MS, num_heads=model.heads)
+        g.node("Reshape", [p + "context_padded", rows], [p + "context"], p + "context")
+        out = "last_hidden_state" if n == len(layers) - 1 else f"hidden_{n + 1}"
+        g.ffn(model, lay, p, x, p + "context", out)
+        x, x_padded = out, None
+    return g.model([("input_ids", ["batch", "sequence"]), ("attention_mask", ["batch", "sequence"])], d)
+
+
+def build_three_qkv(model: BertModel) -> "onnx.ModelProto":  # noqa: F821
+    g, (emb, layers), d = _Graph(), model.load_weights(), model.hidden
+    position = emb["position"] + emb["token_type"]
+    g.node("Gather", [g.const("word", emb["word"]), "input_ids"], ["word_rows"], "word", axis=0)
+    g.node("Gather", [g.const("position", position), "position_ids"], ["position_rows"], "position", axis=0)
+    g.node("Add", ["word_rows", "position_rows"], ["embedded"], "embedded")
+    g.node("LayerNormalization", ["embedded", g.const("eln_w", emb["ln_w"]), g.const("eln_b", emb["ln_b"])],
+           ["hidden_0"], "embeddings_ln", axis=-1, epsilon=model.eps)
+    rows = g.const("rows_shape", np.array([-1, d]), np.int64)
+    x = "hidden_0"
+    for n, lay in enumerate(layers):
+        p = f"layer{n}_"
+        for part, w, b in (("q", lay.w_q, lay.b_q), ("k", lay.w_k, lay.b_k), ("v", lay.w_v, lay.b_v)):
+            g.node("MatMul", [x, g.const(p + part + "_w", w)], [p + part + "_mm"], p + part + "_mm")
+            g.node("Add", [p + part + "_mm", g.const(p + part + "_b", b)], [p + part + "_rows"], p + part + "_bias")
+            g.node("Gather", [p + part + "_rows", "pad_index"], [p + part], p + part + "_pad", axis=0)
+        g.node("MultiHeadAttention", [p + "q", p + "k", p + "v", "", "key_padding_mask"], [p + "context_padded"],
+               p + "attention", _MS, num_heads=model.heads)
+        g.node("Reshape", [p + "context_padded", rows], [p + "context_slots"], p + "slots")
+        g.node("Gather", [p + "context_slots", "unpad_index"], [p + "context"], p + "unpad", axis=0)
+        out = "last_hidden_state" if n == len(layers) - 1 else f"hidden_{n + 1}"
+        g.ffn(model, lay, p, x, p + "context", out)
+        x = out
+    return g.model([("input_ids", ["tokens"]), ("position_ids", ["tokens"]), ("pad_index", ["batch", "sequence"]),
+                    ("unpad_index", ["tokens"]), ("key_padding_mask", ["batch", "sequence"])], d)
+
+
+class _VariantMixin:
+    builder = staticmethod(build_padded)
+    tag = "variant"
+
+    def _graph(self, folder: Path) -> Path:
+        import onnx
+
+        path = Path(folder) / f"graph-variant-{self.tag}.onnx"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        onnx.save(self.builder(self.model), str(path))
+        return path
+
+
+class ThreeQkvBackend(_VariantMixin, OnnxBertBackend):
+    builder, tag = staticmethod(build_three_qkv), "three-qkv"
+
+
+class PaddedBackend(_VariantMixin, BucketedOnnxBackend):
+    builder, tag = staticmethod(build_padded), "padded"
+
+    def _encode_sorted(self, seqs: list[list[int]], lengths: np.ndarray) -> np.ndarray:
+        out = np.empty((len(seqs), self.dimensions), dtype=np.float32)
+        start = 0
+        for end in plan_buckets(lengths, self._batch_size, self._max_batch_tokens, self._overhead):
+            rows = lengths[start:end]
+            mask = np.arange(int(rows[0]), dtype=np.int32) < rows[:, None]
+            ids = np.zeros(mask.shape, dtype=np.int32)
+            ids[mask] = np.fromiter((t for s in seqs[start:end] for t in s), dtype=np.int32, count=int(rows.sum()))
+            (hidden,) = self._session.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": mask.astype(np.int32)})
+            real = hidden if mask.all() else hidden[mask.ravel()]
+            out[start:end] = pool(real, rows, self.model.pooling, self.model.normalize)
+            start = end
+        return out
+
+
+def main() -> None:
+    import tempfile
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=12)
+    ap.add_argument("--batches", default="1,8,32")
+    args = ap.parse_args()
+    batches = [int(b) for b in args.batches.split(",")]
+    folder, texts = default_model_path(), sentences()
+    with tempfile.TemporaryDirectory() as tmp:
+        engines = {
+            "packed": OnnxBertBackend(folder, threads=2),
+            "padded": PaddedBackend(folder, threads=2, spinning=False, cache=tmp),
+            "three-qkv": ThreeQkvBackend(folder, threads=2, cache=tmp),
+            "buckets": BucketedOnnxBackend(folder, threads=2, spinning=False),
+            "numpy": BertBackend(folder, blas_threads=2),
+        }
+        reference = engines["packed"].embed(texts[:64])
+        for name, e in engines.items():
+            print(f"{name}: max abs diff to packed {np.abs(e.embed(texts[:64]) - reference).max():.1e}")
+        rates = {(k, b): [] for k in engines for b in batches}
+        for r in range(args.rounds):
+            for b in batches:
+                order = list(engines) if r % 2 == 0 else list(engines)[::-1]
+                n, off = (48 if b == 1 else 128), (r * 37) % 180
+                for k in order:
+                    t = time.perf_counter()
+                    for i in range(off, off + n, b):
+                        engines[k].embed(texts[i:i + b])
+                    rates[(k, b)].append(n / (time.perf_counter() - t))
+    for b in batches:
+        print(f"batch {b}:")
+        for k in engines:
+            mine = rates[(k, b)]
+            vs = {o: statistics.median(x / y for x, y in zip(mine, rates[(o, b)])) for o in ("numpy", "packed")}
+            print(f"  {k:10s} {statistics.median(mine):7.1f} sentences/s   x numpy {vs['numpy']:.3f}   x packed {vs['packed']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
