@@ -37,62 +37,17 @@ from bucketed_graph import BucketedOnnxBackend, plan_buckets  # noqa: E402
 
 from densewire._backends import BertBackend, OnnxBertBackend, default_model_path  # noqa: E402
 from densewire._backends.bert_model import BertModel, pool  # noqa: E402
-from densewire._backends.onnx_graph import OPSET  # noqa: E402
+from densewire._backends.onnx_graph import GraphBuilder  # noqa: E402
 
-_MS = "com.microsoft"
-
-
-class _Graph:
-    """Builds ONNX nodes and initializers for a variant."""
-
-    def __init__(self) -> None:
-        import onnx
-
-        self.onnx = onnx
-        self.inits: list = []
-        self.nodes: list = []
-
-    def const(self, name: str, array: np.ndarray, dtype: type = np.float32) -> str:
-        self.inits.append(self.onnx.numpy_helper.from_array(np.ascontiguousarray(array, dtype=dtype), name))
-        return name
-
-    def node(self, op: str, inputs: list[str], outputs: list[str], name: str, domain: str = "", **attrs: object) -> None:
-        self.nodes.append(self.onnx.helper.make_node(op, inputs, outputs, name=name, domain=domain, **attrs))
-
-    def ffn(self, model: BertModel, lay, p: str, x: str, context: str, out: str) -> None:
-        """Attention output, residual, LayerNorm, feed-forward, residual, LayerNorm (as builder version 3)."""
-        c, n = self.const, self.node
-        n("MatMul", [context, c(p + "attn_out_w", lay.w_o)], [p + "attn_out"], p + "attn_out")
-        n("Add", [p + "attn_out", c(p + "attn_out_b", lay.b_o)], [p + "attn_biased"], p + "attn_bias")
-        n("Add", [p + "attn_biased", x], [p + "attn_residual"], p + "attn_residual")
-        n("LayerNormalization", [p + "attn_residual", c(p + "ln1_w", lay.ln1_w), c(p + "ln1_b", lay.ln1_b)],
-          [p + "attn_norm"], p + "ln1", axis=-1, epsilon=model.eps)
-        n("MatMul", [p + "attn_norm", c(p + "ffn_in_w", lay.w_in)], [p + "ffn_in"], p + "ffn_in")
-        n("Add", [p + "ffn_in", c(p + "ffn_in_b", lay.b_in)], [p + "ffn_biased"], p + "ffn_in_bias")
-        n("Gelu", [p + "ffn_biased"], [p + "ffn_act"], p + "gelu", _MS)
-        n("MatMul", [p + "ffn_act", c(p + "ffn_out_w", lay.w_out)], [p + "ffn_out"], p + "ffn_out")
-        n("Add", [p + "ffn_out", c(p + "ffn_out_b", lay.b_out)], [p + "ffn_biased_out"], p + "ffn_out_bias")
-        n("Add", [p + "ffn_biased_out", p + "attn_norm"], [p + "ffn_residual"], p + "ffn_residual")
-        n("LayerNormalization", [p + "ffn_residual", c(p + "ln2_w", lay.ln2_w), c(p + "ln2_b", lay.ln2_b)],
-          [out], p + "ln2", axis=-1, epsilon=model.eps)
-
-    def model(self, inputs: list[tuple[str, list[str]]], hidden: int) -> "onnx.ModelProto":  # noqa: F821
-        h, tp = self.onnx.helper, self.onnx.TensorProto
-        graph = h.make_graph(self.nodes, "variant", [h.make_tensor_value_info(k, tp.INT32, dims) for k, dims in inputs],
-                             [h.make_tensor_value_info("last_hidden_state", tp.FLOAT, ["rows", hidden])],
-                             initializer=self.inits)
-        proto = h.make_model(graph, opset_imports=[h.make_opsetid("", OPSET), h.make_opsetid(_MS, 1)])
-        proto.ir_version = 8
-        return proto
 
 
 def build_padded(model: BertModel) -> "onnx.ModelProto":  # noqa: F821
-    g, (emb, layers), d = _Graph(), model.load_weights(), model.hidden
+    g, (emb, layers), d = GraphBuilder(model), model.load_weights(), model.hidden
     position = emb["position"] + emb["token_type"]
     g.node("EmbedLayerNormalization",
            ["input_ids", "", g.const("word", emb["word"]), g.const("position", position), "",
             g.const("eln_w", emb["ln_w"]), g.const("eln_b", emb["ln_b"]), "attention_mask"],
-           ["embedded", "mask_index"], "embeddings", _MS, epsilon=model.eps)
+           ["embedded", "mask_index"], "embeddings", epsilon=model.eps)
     rows = g.const("rows_shape", np.array([-1, d]), np.int64)
     g.node("Shape", ["embedded"], ["padded_shape"], "padded_shape")
     g.node("Reshape", ["embedded", rows], ["hidden_0"], "rows_0")
@@ -104,16 +59,16 @@ def build_padded(model: BertModel) -> "onnx.ModelProto":  # noqa: F821
             x_padded = p + "padded"
         g.node("Attention", [x_padded, g.const(p + "qkv_w", np.concatenate([lay.w_q, lay.w_k, lay.w_v], axis=1)),
                              g.const(p + "qkv_b", np.concatenate([lay.b_q, lay.b_k, lay.b_v])), "mask_index"],
-               [p + "context_padded"], p + "attention", _MS, num_heads=model.heads)
+               [p + "context_padded"], p + "attention", num_heads=model.heads)
         g.node("Reshape", [p + "context_padded", rows], [p + "context"], p + "context")
         out = "last_hidden_state" if n == len(layers) - 1 else f"hidden_{n + 1}"
-        g.ffn(model, lay, p, x, p + "context", out)
+        g.layer_tail(lay, p, x, p + "context", out)
         x, x_padded = out, None
-    return g.model([("input_ids", ["batch", "sequence"]), ("attention_mask", ["batch", "sequence"])], d)
+    return g.proto([("input_ids", ["batch", "sequence"]), ("attention_mask", ["batch", "sequence"])], "rows")
 
 
 def build_three_qkv(model: BertModel) -> "onnx.ModelProto":  # noqa: F821
-    g, (emb, layers), d = _Graph(), model.load_weights(), model.hidden
+    g, (emb, layers), d = GraphBuilder(model), model.load_weights(), model.hidden
     position = emb["position"] + emb["token_type"]
     g.node("Gather", [g.const("word", emb["word"]), "input_ids"], ["word_rows"], "word", axis=0)
     g.node("Gather", [g.const("position", position), "position_ids"], ["position_rows"], "position", axis=0)
@@ -129,14 +84,14 @@ def build_three_qkv(model: BertModel) -> "onnx.ModelProto":  # noqa: F821
             g.node("Add", [p + part + "_mm", g.const(p + part + "_b", b)], [p + part + "_rows"], p + part + "_bias")
             g.node("Gather", [p + part + "_rows", "pad_index"], [p + part], p + part + "_pad", axis=0)
         g.node("MultiHeadAttention", [p + "q", p + "k", p + "v", "", "key_padding_mask"], [p + "context_padded"],
-               p + "attention", _MS, num_heads=model.heads)
+               p + "attention", num_heads=model.heads)
         g.node("Reshape", [p + "context_padded", rows], [p + "context_slots"], p + "slots")
         g.node("Gather", [p + "context_slots", "unpad_index"], [p + "context"], p + "unpad", axis=0)
         out = "last_hidden_state" if n == len(layers) - 1 else f"hidden_{n + 1}"
-        g.ffn(model, lay, p, x, p + "context", out)
+        g.layer_tail(lay, p, x, p + "context", out)
         x = out
-    return g.model([("input_ids", ["tokens"]), ("position_ids", ["tokens"]), ("pad_index", ["batch", "sequence"]),
-                    ("unpad_index", ["tokens"]), ("key_padding_mask", ["batch", "sequence"])], d)
+    return g.proto([("input_ids", ["tokens"]), ("position_ids", ["tokens"]), ("pad_index", ["batch", "sequence"]),
+                    ("unpad_index", ["tokens"]), ("key_padding_mask", ["batch", "sequence"])], "tokens")
 
 
 class _VariantMixin:

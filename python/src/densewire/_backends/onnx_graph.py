@@ -47,7 +47,7 @@ import numpy as np
 from .._optional import require
 from .bert_model import BertModel
 
-__all__ = ["BUILDER_VERSION", "DISABLED_FUSIONS", "build_graph", "packed_feeds", "OPSET"]
+__all__ = ["BUILDER_VERSION", "DISABLED_FUSIONS", "GraphBuilder", "build_graph", "packed_feeds", "OPSET"]
 
 BUILDER_VERSION = "3"
 #: ONNX Runtime graph transformers to switch off for this graph (``InferenceSession(disabled_optimizers=...)``)
@@ -76,24 +76,69 @@ def packed_feeds(seqs: Sequence[Sequence[int]], lengths: np.ndarray) -> dict[str
     }
 
 
-def build_graph(model: BertModel) -> "onnx.ModelProto":  # noqa: F821 (onnx imported lazily)
-    """The packed ONNX graph of ``model`` (weights embedded as initializers)."""
-    onnx = require("onnx", extra="serve", feature="the ONNX engine")
-    TensorProto, helper, numpy_helper = onnx.TensorProto, onnx.helper, onnx.numpy_helper
+class GraphBuilder:
+    """The nodes and initializers of an encoder graph being built: :func:`build_graph` uses it, and
+    so do the graph variants bench/model measures against it (``bench/model/graph_variants.py``)."""
 
-    emb, layers = model.load_weights()
-    inits: list[onnx.TensorProto] = []
-    nodes: list[onnx.NodeProto] = []
-    d = model.hidden
+    #: the operators of ONNX Runtime's ``com.microsoft`` domain these graphs may use
+    MS_OPS = frozenset({"MultiHeadAttention", "Gelu", "Attention", "EmbedLayerNormalization"})
 
-    def const(name: str, array: np.ndarray, dtype: type = np.float32) -> str:
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(array, dtype=dtype), name))
+    def __init__(self, model: BertModel) -> None:
+        self.onnx = require("onnx", extra="serve", feature="the ONNX engine")
+        self.model = model
+        self.inits: list = []
+        self.nodes: list = []
+
+    def const(self, name: str, array: np.ndarray, dtype: type = np.float32) -> str:
+        self.inits.append(self.onnx.numpy_helper.from_array(np.ascontiguousarray(array, dtype=dtype), name))
         return name
 
-    def node(op: str, inputs: list[str], outputs: list[str], name: str, **attrs: object) -> None:
-        domain = _MS if op in ("MultiHeadAttention", "Gelu") else ""
-        nodes.append(helper.make_node(op, inputs, outputs, name=name, domain=domain, **attrs))
+    def node(self, op: str, inputs: list[str], outputs: list[str], name: str, **attrs: object) -> None:
+        domain = _MS if op in self.MS_OPS else ""
+        self.nodes.append(self.onnx.helper.make_node(op, inputs, outputs, name=name, domain=domain, **attrs))
 
+    def layer_tail(self, lay: object, p: str, x: str, context: str, out: str) -> None:
+        """A layer after its attention: the output product, ``Add`` of the bias and of the residual
+        ``x``, ``LayerNormalization``; the feed-forward product, bias, ``Gelu``, product, bias,
+        residual and the second ``LayerNormalization`` into ``out`` (all on ``(rows, hidden)``)."""
+        const, node, eps = self.const, self.node, self.model.eps
+        node("MatMul", [context, const(p + "attn_out_w", lay.w_o)], [p + "attn_out"], p + "attn_out")
+        node("Add", [p + "attn_out", const(p + "attn_out_b", lay.b_o)], [p + "attn_biased"], p + "attn_bias")
+        node("Add", [p + "attn_biased", x], [p + "attn_residual"], p + "attn_residual")
+        node("LayerNormalization", [p + "attn_residual", const(p + "ln1_w", lay.ln1_w), const(p + "ln1_b", lay.ln1_b)],
+             [p + "attn_norm"], p + "ln1", axis=-1, epsilon=eps)
+        node("MatMul", [p + "attn_norm", const(p + "ffn_in_w", lay.w_in)], [p + "ffn_in"], p + "ffn_in")
+        node("Add", [p + "ffn_in", const(p + "ffn_in_b", lay.b_in)], [p + "ffn_biased"], p + "ffn_in_bias")
+        node("Gelu", [p + "ffn_biased"], [p + "ffn_act"], p + "gelu")
+        node("MatMul", [p + "ffn_act", const(p + "ffn_out_w", lay.w_out)], [p + "ffn_out"], p + "ffn_out")
+        node("Add", [p + "ffn_out", const(p + "ffn_out_b", lay.b_out)], [p + "ffn_biased_out"], p + "ffn_out_bias")
+        node("Add", [p + "ffn_biased_out", p + "attn_norm"], [p + "ffn_residual"], p + "ffn_residual")
+        node("LayerNormalization", [p + "ffn_residual", const(p + "ln2_w", lay.ln2_w), const(p + "ln2_b", lay.ln2_b)],
+             [out], p + "ln2", axis=-1, epsilon=eps)
+
+    def proto(self, inputs: list[tuple[str, list[str]]], rows: str) -> "onnx.ModelProto":  # noqa: F821
+        """The model: int32 ``inputs`` (name, dims), float32 ``last_hidden_state`` ``(rows, hidden)``."""
+        helper, tensor = self.onnx.helper, self.onnx.TensorProto
+        graph = helper.make_graph(
+            self.nodes, "sentence_encoder",
+            [helper.make_tensor_value_info(name, tensor.INT32, dims) for name, dims in inputs],
+            [helper.make_tensor_value_info("last_hidden_state", tensor.FLOAT, [rows, self.model.hidden])],
+            initializer=self.inits,
+        )
+        proto = helper.make_model(
+            graph, producer_name="densewire", producer_version=BUILDER_VERSION,
+            opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(_MS, 1)],
+        )
+        proto.ir_version = 8
+        return proto
+
+
+def build_graph(model: BertModel) -> "onnx.ModelProto":  # noqa: F821 (onnx imported lazily)
+    """The packed ONNX graph of ``model`` (weights embedded as initializers)."""
+    g = GraphBuilder(model)
+    const, node = g.const, g.node
+    emb, layers = model.load_weights()
+    d = model.hidden
     position = emb["position"] + emb["token_type"]  # every input is segment 0
     node("Gather", [const("word_embeddings", emb["word"]), "input_ids"], ["word"], "word", axis=0)
     node("Gather", [const("position_embeddings", position), "position_ids"], ["position"], "position", axis=0)
@@ -115,35 +160,8 @@ def build_graph(model: BertModel) -> "onnx.ModelProto":  # noqa: F821 (onnx impo
              [p + "context_padded"], p + "attention", num_heads=model.heads)
         node("Reshape", [p + "context_padded", rows_shape], [p + "context_slots"], p + "slots")
         node("Gather", [p + "context_slots", "unpad_index"], [p + "context"], p + "unpad", axis=0)
-        node("MatMul", [p + "context", const(p + "attn_out_w", lay.w_o)], [p + "attn_out"], p + "attn_out")
-        node("Add", [p + "attn_out", const(p + "attn_out_b", lay.b_o)], [p + "attn_biased"], p + "attn_bias")
-        node("Add", [p + "attn_biased", x], [p + "attn_residual"], p + "attn_residual")
-        node("LayerNormalization", [p + "attn_residual", const(p + "ln1_w", lay.ln1_w), const(p + "ln1_b", lay.ln1_b)],
-             [p + "attn_norm"], p + "ln1", axis=-1, epsilon=model.eps)
-        node("MatMul", [p + "attn_norm", const(p + "ffn_in_w", lay.w_in)], [p + "ffn_in"], p + "ffn_in")
-        node("Add", [p + "ffn_in", const(p + "ffn_in_b", lay.b_in)], [p + "ffn_biased"], p + "ffn_in_bias")
-        node("Gelu", [p + "ffn_biased"], [p + "ffn_act"], p + "gelu")
-        node("MatMul", [p + "ffn_act", const(p + "ffn_out_w", lay.w_out)], [p + "ffn_out"], p + "ffn_out")
-        node("Add", [p + "ffn_out", const(p + "ffn_out_b", lay.b_out)], [p + "ffn_biased_out"], p + "ffn_out_bias")
-        node("Add", [p + "ffn_biased_out", p + "attn_norm"], [p + "ffn_residual"], p + "ffn_residual")
         out = "last_hidden_state" if n == len(layers) - 1 else f"hidden_{n + 1}"
-        node("LayerNormalization", [p + "ffn_residual", const(p + "ln2_w", lay.ln2_w), const(p + "ln2_b", lay.ln2_b)],
-             [out], p + "ln2", axis=-1, epsilon=model.eps)
+        g.layer_tail(lay, p, x, p + "context", out)
         x = out
-    i32 = TensorProto.INT32
-    graph = helper.make_graph(
-        nodes, "sentence_encoder",
-        [helper.make_tensor_value_info("input_ids", i32, ["tokens"]),
-         helper.make_tensor_value_info("position_ids", i32, ["tokens"]),
-         helper.make_tensor_value_info("pad_index", i32, ["batch", "sequence"]),
-         helper.make_tensor_value_info("unpad_index", i32, ["tokens"]),
-         helper.make_tensor_value_info("key_padding_mask", i32, ["batch", "sequence"])],
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["tokens", d])],
-        initializer=inits,
-    )
-    proto = helper.make_model(
-        graph, producer_name="densewire", producer_version=BUILDER_VERSION,
-        opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(_MS, 1)],
-    )
-    proto.ir_version = 8
-    return proto
+    return g.proto([("input_ids", ["tokens"]), ("position_ids", ["tokens"]), ("pad_index", ["batch", "sequence"]),
+                    ("unpad_index", ["tokens"]), ("key_padding_mask", ["batch", "sequence"])], "tokens")
