@@ -135,17 +135,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--batches", default="1,8,32")
+    ap.add_argument("--variants", default="packed,padded,three-qkv,buckets,numpy",
+                    help="which contenders (packed and numpy are always run: the ratios are to them)")
     args = ap.parse_args()
+    wanted = {"packed", "numpy", *args.variants.split(",")}
     batches = [int(b) for b in args.batches.split(",")]
     folder, texts = default_model_path(), sentences()
     with tempfile.TemporaryDirectory() as tmp:
-        engines = {
-            "packed": OnnxBertBackend(folder, threads=2),
-            "padded": PaddedBackend(folder, threads=2, spinning=False, cache=tmp),
-            "three-qkv": ThreeQkvBackend(folder, threads=2, cache=tmp),
-            "buckets": BucketedOnnxBackend(folder, threads=2, spinning=False),
-            "numpy": BertBackend(folder, blas_threads=2),
+        makers = {
+            "packed": lambda: OnnxBertBackend(folder, threads=2),
+            "padded": lambda: PaddedBackend(folder, threads=2, spinning=False, cache=tmp),
+            "three-qkv": lambda: ThreeQkvBackend(folder, threads=2, cache=tmp),
+            "buckets": lambda: BucketedOnnxBackend(folder, threads=2, spinning=False),
+            "numpy": lambda: BertBackend(folder, blas_threads=2),
         }
+        engines = {k: make() for k, make in makers.items() if k in wanted}
         reference = engines["packed"].embed(texts[:64])
         for name, e in engines.items():
             print(f"{name}: max abs diff to packed {np.abs(e.embed(texts[:64]) - reference).max():.1e}")
