@@ -45,7 +45,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._optional import require
-from .bert_model import BertModel
+from .bert_model import BertLayer, BertModel
 
 __all__ = ["BUILDER_VERSION", "DISABLED_FUSIONS", "GraphBuilder", "build_graph", "packed_feeds", "OPSET"]
 
@@ -97,7 +97,7 @@ class GraphBuilder:
         domain = _MS if op in self.MS_OPS else ""
         self.nodes.append(self.onnx.helper.make_node(op, inputs, outputs, name=name, domain=domain, **attrs))
 
-    def layer_tail(self, lay: object, p: str, x: str, context: str, out: str) -> None:
+    def layer_tail(self, lay: BertLayer, p: str, x: str, context: str, out: str) -> None:
         """A layer after its attention: the output product, ``Add`` of the bias and of the residual
         ``x``, ``LayerNormalization``; the feed-forward product, bias, ``Gelu``, product, bias,
         residual and the second ``LayerNormalization`` into ``out`` (all on ``(rows, hidden)``)."""
