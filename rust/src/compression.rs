@@ -210,7 +210,7 @@ pub fn decompress_bounded(encoding: ContentEncoding, data: &[u8], limit: usize) 
         ContentEncoding::Gzip => gunzip(data, &mut sink)?,
         ContentEncoding::Deflate => {
             let zlib = data.len() >= 2 && is_zlib_header(data[0], data[1]);
-            let used = inflate(encoding, data, zlib, &mut sink, None)?;
+            let used = inflate(data, zlib, &mut sink)?;
             if used != data.len() {
                 return Err(corrupt(encoding, format!("{} bytes after the end of the stream", data.len() - used)));
             }
@@ -230,91 +230,42 @@ fn is_zlib_header(cmf: u8, flg: u8) -> bool {
 }
 
 /// Inflates the deflate stream (zlib-wrapped or bare) at the start of `data` into `sink` a block at a
-/// time, updating `crc` with the output; returns the bytes of `data` the stream took.
+/// time; returns the bytes of `data` the stream took.
 #[cfg(feature = "compression")]
-fn inflate(
-    encoding: ContentEncoding,
-    data: &[u8],
-    zlib: bool,
-    sink: &mut Sink,
-    mut crc: Option<&mut flate2::Crc>,
-) -> Result<usize> {
+fn inflate(data: &[u8], zlib: bool, sink: &mut Sink) -> Result<usize> {
+    const DEFLATE: ContentEncoding = ContentEncoding::Deflate;
     let mut d = flate2::Decompress::new(zlib);
     let mut block = vec![0u8; OUT_BLOCK];
     loop {
         let (in_before, out_before) = (d.total_in(), d.total_out());
         let status = d
             .decompress(&data[in_before as usize..], &mut block, flate2::FlushDecompress::None)
-            .map_err(|e| corrupt(encoding, e))?;
-        let produced = (d.total_out() - out_before) as usize;
-        if let Some(crc) = crc.as_deref_mut() {
-            crc.update(&block[..produced]);
-        }
-        sink.push(&block[..produced])?;
+            .map_err(|e| corrupt(DEFLATE, e))?;
+        sink.push(&block[..(d.total_out() - out_before) as usize])?;
         if status == flate2::Status::StreamEnd {
             return Ok(d.total_in() as usize);
         }
-        if produced == 0 && d.total_in() == in_before {
+        if d.total_out() == out_before && d.total_in() == in_before {
             // All the input was given: no progress means the stream stops before its end.
-            return Err(corrupt(encoding, "the stream ends early"));
+            return Err(corrupt(DEFLATE, "the stream ends early"));
         }
     }
 }
 
-/// gzip (RFC 1952): one member or several, each a header, a deflate stream and its CRC-32 and size.
+/// gzip (RFC 1952): one member or several, each checked against its CRC-32 and size by flate2's
+/// `MultiGzDecoder`, read out a block at a time.
 #[cfg(feature = "compression")]
 fn gunzip(data: &[u8], sink: &mut Sink) -> Result<()> {
-    const GZ: ContentEncoding = ContentEncoding::Gzip;
-    let mut pos = 0;
+    use std::io::Read;
+    let mut members = flate2::read::MultiGzDecoder::new(data);
+    let mut block = vec![0u8; OUT_BLOCK];
     loop {
-        let member = &data[pos..];
-        let header = gzip_header(member).map_err(|e| corrupt(GZ, e))?;
-        let mut crc = flate2::Crc::new();
-        let used = header + inflate(GZ, &member[header..], false, sink, Some(&mut crc))?;
-        let trailer = member.get(used..used + 8).ok_or_else(|| corrupt(GZ, "the stream ends early"))?;
-        if trailer[..4] != crc.sum().to_le_bytes() {
-            return Err(corrupt(GZ, "CRC-32 mismatch"));
-        }
-        if trailer[4..] != crc.amount().to_le_bytes() {
-            return Err(corrupt(GZ, "size mismatch"));
-        }
-        pos += used + 8;
-        if pos == data.len() {
+        let n = members.read(&mut block).map_err(|e| corrupt(ContentEncoding::Gzip, e))?;
+        if n == 0 {
             return Ok(());
         }
+        sink.push(&block[..n])?;
     }
-}
-
-/// The length of the gzip member header at the start of `m`.
-#[cfg(feature = "compression")]
-fn gzip_header(m: &[u8]) -> std::result::Result<usize, &'static str> {
-    const CUT: &str = "the stream ends early";
-    let fixed = m.get(..10).ok_or(CUT)?;
-    if fixed[..3] != [0x1f, 0x8b, 8] {
-        return Err("not a gzip member header");
-    }
-    let flags = fixed[3];
-    if flags & 0xE0 != 0 {
-        return Err("reserved gzip header flags are set");
-    }
-    let mut at = 10;
-    if flags & 0x04 != 0 {
-        let xlen = m.get(at..at + 2).ok_or(CUT)?;
-        at += 2 + usize::from(u16::from_le_bytes([xlen[0], xlen[1]]));
-    }
-    for flag in [0x08, 0x10] {
-        // FNAME, FCOMMENT: zero-terminated
-        if flags & flag != 0 {
-            at += 1 + m.get(at..).ok_or(CUT)?.iter().position(|&b| b == 0).ok_or(CUT)?;
-        }
-    }
-    if flags & 0x02 != 0 {
-        at += 2; // FHCRC
-    }
-    if at > m.len() {
-        return Err(CUT);
-    }
-    Ok(at)
 }
 
 /// brotli (RFC 7932), asked for one output block at a time.
@@ -507,7 +458,7 @@ mod tests {
             let mut sink = Sink { out: Vec::new(), limit: LIMIT };
             let e = match enc {
                 Gzip => gunzip(&bomb, &mut sink),
-                Deflate => inflate(enc, &bomb, bomb[0] == 0x78, &mut sink, None).map(|_| ()),
+                Deflate => inflate(&bomb, bomb[0] == 0x78, &mut sink).map(|_| ()),
                 Br => unbrotli(&bomb, &mut sink),
                 Zstd => unzstd(&bomb, &mut sink),
                 Identity => unreachable!(),
