@@ -103,23 +103,25 @@ func parseAccept(accept string) []mediaRange {
 		if !ok || typ == "" || sub == "" || (typ == "*" && sub != "*") {
 			continue
 		}
-		r := mediaRange{typ: typ, sub: sub, q: 1}
-		valid := true
-		for _, p := range params[1:] {
-			k, v, _ := strings.Cut(p, "=")
-			if strings.EqualFold(strings.TrimSpace(k), "q") {
-				q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-				if err != nil || q < 0 || q > 1 {
-					valid = false
-				}
-				r.q = q
-			}
-		}
-		if valid {
-			out = append(out, r)
+		if q, valid := qValue(params[1:]); valid {
+			out = append(out, mediaRange{typ: typ, sub: sub, q: q})
 		}
 	}
 	return out
+}
+
+// qValue is the q parameter among an Accept or Accept-Encoding element's parameters (1 when it has
+// none), and whether it is valid: a number from 0 to 1.
+func qValue(params []string) (float64, bool) {
+	q, valid := 1.0, true
+	for _, p := range params {
+		k, v, _ := strings.Cut(p, "=")
+		if strings.EqualFold(strings.TrimSpace(k), "q") {
+			x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			q, valid = x, valid && err == nil && x >= 0 && x <= 1
+		}
+	}
+	return q, valid
 }
 
 // quality is the q-value the ranges give media type mt: that of the most specific matching range

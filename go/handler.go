@@ -100,16 +100,9 @@ func negotiateEncoding(acceptEncoding []string) string {
 			if coding == "" {
 				continue
 			}
-			q := 1.0
-			for _, p := range params[1:] {
-				k, val, _ := strings.Cut(p, "=")
-				if strings.EqualFold(strings.TrimSpace(k), "q") {
-					x, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-					if err != nil || x < 0 || x > 1 {
-						x = 0
-					}
-					q = x
-				}
+			q, valid := qValue(params[1:])
+			if !valid {
+				q = 0 // an invalid q-value makes the coding unacceptable
 			}
 			if coding == "x-gzip" {
 				coding = "gzip"
