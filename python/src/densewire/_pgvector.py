@@ -137,8 +137,7 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
         [(c, "") for c in cols]
     layout = _copy_columns(types, pg_type, id_type)
     t = vectors if isinstance(vectors, Tensor) else Tensor.from_array(np.asarray(vectors))
-    why_not = direct_socket_reason(conn) if direct else "direct=False"
-    if direct and why_not:
+    if direct and (why_not := direct_socket_reason(conn)):
         raise InvalidFieldError(f"direct=True, but the COPY cannot be written on the socket: {why_not}",
                                 field="direct")
     update, close = progress_bar(t.n, progress)
@@ -148,7 +147,7 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
         with conn.cursor() as cur, cur.copy(f"COPY {target} ({col_list}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.write(HEADER)  # through psycopg, which then knows that the stream carries its own signature
             sent += len(HEADER)
-            writer = _SocketWriter(conn) if not why_not else None
+            writer = _SocketWriter(conn) if direct else None
             tuples: list = []  # the arrays encode_tuples and encode_tuple_parts reuse from chunk to chunk
             parts_buffer: list = []
             try:
