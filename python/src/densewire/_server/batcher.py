@@ -179,10 +179,10 @@ class MicroBatcher:
         queue split evenly between them, whole chunks, so that the waiting inputs run side by side
         instead of one call taking them all while the other slots idle."""
         free = self.concurrency - self._busy + 1  # this slot and the idle ones
-        live = sum(1 for c in self._queue if not c.taken)
-        if free <= 1 or live <= 1:
+        if free <= 1:  # one slot (the default) or none idle: no walk over the queue
             return float("inf")
-        return self._queued_tokens / min(free, live)
+        live = sum(1 for c in self._queue if not c.taken)
+        return self._queued_tokens / min(free, live) if live > 1 else float("inf")
 
     def _release(self) -> None:
         self._busy -= 1
