@@ -141,7 +141,8 @@ class BucketedOnnxBackend(OnnxBertBackend):
                                     count=int(rows.sum()))
             (hidden,) = self._session.run(["last_hidden_state"],
                                           {"input_ids": ids, "attention_mask": mask.astype(np.int32)})
-            packed = hidden.reshape(-1, hidden.shape[-1]) if mask.all() else hidden[mask]
+            rows_out = hidden.reshape(-1, hidden.shape[-1])  # (batch, sequence, hidden) or already (rows, hidden)
+            packed = rows_out if mask.all() else rows_out[mask.ravel()]
             out[start:end] = pool(packed, rows, self.model.pooling, self.model.normalize)
             start = end
         return out

@@ -2,9 +2,11 @@
 
     .venv/bin/python bench/model/graph_variants.py [--rounds 12] [--batches 1,8,32]
 
-Contenders, each a backend of 2 intra-op threads whose idle threads sleep (as `densewire serve`):
+Contenders, each a backend of 2 intra-op threads whose idle threads sleep (as `densewire serve`)
+unless said otherwise:
 
 * ``packed``: today's engine (python/src/densewire/_backends/onnx_graph.py, builder version 3).
+* ``packed-spin``: the same with idle intra-op threads spinning (ONNX Runtime's own default).
 * ``padded``: right-padded length buckets with ``EmbedLayerNormalization`` and the fused ``Attention``
   (its own Q/K/V product), every other operator as in ``packed`` on the ``(rows, hidden)`` view
   (``Gemm`` + ``Add`` + ``LayerNormalization``, ``Gelu``): no gathers, but the linear layers compute
@@ -33,10 +35,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench import sentences  # noqa: E402
-from bucketed_graph import BucketedOnnxBackend, plan_buckets  # noqa: E402
+from bucketed_graph import BucketedOnnxBackend  # noqa: E402
 
 from densewire._backends import BertBackend, OnnxBertBackend, default_model_path  # noqa: E402
-from densewire._backends.bert_model import BertModel, pool  # noqa: E402
+from densewire._backends.bert_model import BertModel  # noqa: E402
 from densewire._backends.onnx_graph import GraphBuilder  # noqa: E402
 
 
@@ -112,21 +114,9 @@ class ThreeQkvBackend(_VariantMixin, OnnxBertBackend):
 
 
 class PaddedBackend(_VariantMixin, BucketedOnnxBackend):
-    builder, tag = staticmethod(build_padded), "padded"
+    """The bucketed engine's buckets and pooling (its output may be 2-D) on the padded graph."""
 
-    def _encode_sorted(self, seqs: list[list[int]], lengths: np.ndarray) -> np.ndarray:
-        out = np.empty((len(seqs), self.dimensions), dtype=np.float32)
-        start = 0
-        for end in plan_buckets(lengths, self._batch_size, self._max_batch_tokens, self._overhead):
-            rows = lengths[start:end]
-            mask = np.arange(int(rows[0]), dtype=np.int32) < rows[:, None]
-            ids = np.zeros(mask.shape, dtype=np.int32)
-            ids[mask] = np.fromiter((t for s in seqs[start:end] for t in s), dtype=np.int32, count=int(rows.sum()))
-            (hidden,) = self._session.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": mask.astype(np.int32)})
-            real = hidden if mask.all() else hidden[mask.ravel()]
-            out[start:end] = pool(real, rows, self.model.pooling, self.model.normalize)
-            start = end
-        return out
+    builder, tag = staticmethod(build_padded), "padded"
 
 
 def main() -> None:
@@ -135,7 +125,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--batches", default="1,8,32")
-    ap.add_argument("--variants", default="packed,padded,three-qkv,buckets,numpy",
+    ap.add_argument("--variants", default="packed,padded,three-qkv,buckets,numpy",  # packed-spin on request
                     help="which contenders (packed and numpy are always run: the ratios are to them)")
     args = ap.parse_args()
     wanted = {"packed", "numpy", *args.variants.split(",")}
@@ -144,6 +134,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         makers = {
             "packed": lambda: OnnxBertBackend(folder, threads=2),
+            "packed-spin": lambda: OnnxBertBackend(folder, threads=2, spinning=True),
             "padded": lambda: PaddedBackend(folder, threads=2, spinning=False, cache=tmp),
             "three-qkv": lambda: ThreeQkvBackend(folder, threads=2, cache=tmp),
             "buckets": lambda: BucketedOnnxBackend(folder, threads=2, spinning=False),
