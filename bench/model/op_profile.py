@@ -85,11 +85,24 @@ def products_rates(backend: OnnxBertBackend, texts: list[str], runs: int, second
             for (k, _), w in zip(shapes, ws):
                 xs[k] @ w
             best = min(best, time.perf_counter() - t)
+        # reading the linear layers' weights once: numpy's matrix-vector product over as many bytes
+        weights = 4 * layers * sum(k * n for k, n in shapes)
+        big = rng.standard_normal((weights // (4 * 4096), 4096)).astype(np.float32)
+        vec = np.ones(4096, dtype=np.float32)
+        read = min(_timed(lambda: big @ vec) for _ in range(15))
     same_shapes = 2 * rows * sum(k * n for k, n in shapes) / best
     ort_rate = flops / seconds
     print(f"matrix products: {ort_rate / 1e9:.1f} GFLOP/s in ONNX Runtime ({ort_rate / peak:.0%} of numpy's "
           f"1024^3 peak, {peak / 1e9:.1f} GFLOP/s); numpy on the same shapes ({rows} rows): "
           f"{same_shapes / 1e9:.1f} GFLOP/s ({same_shapes / peak:.0%})")
+    print(f"the linear weights, {weights / 2**20:.1f} MiB, read in {read * 1e3:.2f} ms "
+          f"({big.nbytes / read / 1e9:.1f} GB/s, numpy's matrix-vector product on 2 threads)")
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
 
 
 if __name__ == "__main__":
