@@ -85,7 +85,7 @@ public final class DensewireClient {
 
     private DensewireClient(Builder b) {
         this.http = b.http != null ? b.http
-                : HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(b.timeout).build();
+                : HttpClient.newBuilder().connectTimeout(b.timeout).build();
         this.retrier = new Retrier(http, b.maxRetries, b.backoffBase, b.backoffCap);
         String base = b.baseUri.toString();
         this.base = base.endsWith("/") ? base : base + "/";

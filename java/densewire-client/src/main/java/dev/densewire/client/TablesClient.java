@@ -58,7 +58,7 @@ public final class TablesClient {
 
     private TablesClient(Builder b) {
         this.http = b.http != null ? b.http
-                : HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(b.timeout).build();
+                : HttpClient.newBuilder().connectTimeout(b.timeout).build();
         String s = b.baseUri.toString();
         this.base = s.endsWith("/") ? s.substring(0, s.length() - 1) : s;
         this.apiKey = b.apiKey;
