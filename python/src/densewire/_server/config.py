@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import ssl
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
@@ -124,6 +125,8 @@ class ServerConfig:
     access_log: bool = False
     timeout_graceful_shutdown: float = 30.0
     timeout_keep_alive: int = 5
+    ssl_keyfile: str | None = None
+    ssl_certfile: str | None = None
     table: tuple[str, ...] = ()
     tables_config: str | None = None
     demo_tables: bool = True
@@ -210,6 +213,10 @@ SETTINGS: tuple[Setting, ...] = (
             "within this time (default 30)", "SECONDS"),
     Setting("timeout_keep_alive", int, "seconds an idle keep-alive connection stays open (default 5)",
             "SECONDS"),
+    Setting("ssl_keyfile", _opt_str, "private key (PEM) of --ssl-certfile: serve HTTPS, HTTP/2 (h2) "
+            "negotiated by ALPN, else HTTP/1.1 (default: plain HTTP)", "FILE"),
+    Setting("ssl_certfile", _opt_str, "certificate chain (PEM) to serve HTTPS with; the key is read from "
+            "--ssl-keyfile, or from this file when no key file is given", "FILE"),
     Setting("table", _lines, "serve a table at GET /v1/tables/NAME (repeatable). SOURCE: a .csv, .jsonl, "
             ".parquet or .arrow file; sqlite:PATH or postgresql://URL, optionally followed by a space and "
             "a SQL query (default: SELECT * FROM \"NAME\"); or demo:[rows=N,coordinates=float32]",
@@ -314,5 +321,34 @@ def validate(cfg: ServerConfig) -> None:
         raise ValueError(f"--token-ids must be cl100k_base, model or reject (got {cfg.token_ids!r})")
     if cfg.prewarm_interval and not cfg.prewarm:
         raise ValueError("--prewarm-interval needs --prewarm FILE")
+    validate_tls(cfg)
     parse_compression(cfg.table_compression)
     table_specs(cfg)
+
+
+def validate_tls(cfg: ServerConfig) -> None:
+    """--ssl-keyfile / --ssl-certfile: both files readable and the key matching the certificate,
+    checked before anything starts (uvicorn would fail later with a bare ``ssl.SSLError``)."""
+    if cfg.ssl_keyfile and not cfg.ssl_certfile:
+        raise ValueError(f"--ssl-keyfile {cfg.ssl_keyfile!r} needs --ssl-certfile (the certificate to serve "
+                         "with the key)")
+    if not cfg.ssl_certfile:
+        return
+    for flag, path in (("--ssl-certfile", cfg.ssl_certfile), ("--ssl-keyfile", cfg.ssl_keyfile)):
+        if path is None:
+            continue
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            raise ValueError(f"{flag} {path!r}: cannot read it ({exc.strerror or exc})") from None
+
+    def encrypted() -> str:  # instead of OpenSSL's prompt on the terminal
+        raise ValueError("the private key is encrypted; give an unencrypted key file")
+
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cfg.ssl_certfile, cfg.ssl_keyfile, password=encrypted)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        keyfile = f"--ssl-keyfile {cfg.ssl_keyfile!r}" if cfg.ssl_keyfile else "its own key (no --ssl-keyfile)"
+        raise ValueError(f"--ssl-certfile {cfg.ssl_certfile!r} with {keyfile}: not a PEM certificate chain and "
+                         f"its matching private key ({exc})") from None

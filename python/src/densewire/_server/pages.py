@@ -83,11 +83,12 @@ def route_lines(routes: Iterable[BaseRoute]) -> list[str]:
 
 
 def display_url(cfg: ServerConfig) -> str:
-    """The URL a user on this machine opens: a wildcard bind address is reached through loopback."""
+    """The URL a user on this machine opens: a wildcard bind address is reached through loopback;
+    https when the server has a certificate (--ssl-certfile)."""
     host = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(cfg.host, cfg.host)
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
-    return f"http://{host}:{cfg.port}"
+    return f"{'https' if cfg.ssl_certfile else 'http'}://{host}:{cfg.port}"
 
 
 def engine_of(backend: Any) -> str:
