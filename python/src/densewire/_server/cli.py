@@ -103,14 +103,19 @@ def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = 
 
 
 def run_server(cfg: ServerConfig) -> int:
-    """Run uvicorn until SIGINT/SIGTERM (which drains requests in flight), then return 0."""
+    """Run uvicorn until SIGINT/SIGTERM (which drains requests in flight), then return 0.
+
+    Connections are served by :class:`densewire._server.protocol.HTTPProtocol`: HTTP/1.1 by httptools
+    (upgrade offers answered as HTTP/1.1), HTTP/2 by zttp (prior knowledge, or ALPN h2 with TLS)."""
     uvicorn = require("uvicorn", extra="serve", feature="densewire serve")
     validate(cfg)
     configure_logging(cfg.log_level)
+    protocol = require("densewire._server.protocol", extra="serve", feature="densewire serve")
     common: dict[str, Any] = dict(
         host=cfg.host, port=cfg.port, log_level=cfg.log_level, access_log=cfg.access_log,
         timeout_graceful_shutdown=cfg.timeout_graceful_shutdown, timeout_keep_alive=cfg.timeout_keep_alive,
         lifespan="on", server_header=False, proxy_headers=True, forwarded_allow_ips="127.0.0.1",
+        http=protocol.HTTPProtocol, ssl_keyfile=cfg.ssl_keyfile, ssl_certfile=cfg.ssl_certfile,
     )
     if cfg.workers > 1:
         os.environ.update(config_to_env(cfg))
@@ -124,7 +129,7 @@ def run_server(cfg: ServerConfig) -> int:
 
 
 #: The server's own dependencies (densewire[serve]), checked before anything starts.
-SERVER_MODULES = ("starlette", "uvicorn", "orjson", "brotli", "zstandard", "redis", "prometheus_client")
+SERVER_MODULES = ("starlette", "uvicorn", "httptools", "zttp", "orjson", "brotli", "zstandard", "redis", "prometheus_client")
 
 
 def _missing_modules() -> list[str]:
