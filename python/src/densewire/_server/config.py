@@ -156,7 +156,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("token_ids", _opt_str, "how token-id input of /v1/embeddings is read: cl100k_base (the default for a local "
             "model: ids are decoded with OpenAI's cl100k_base vocabulary, shipped with densewire, as LangChain's "
             "OpenAIEmbeddings sends them, and the text is embedded with the model's own tokenizer), model (the ids "
-            "are the model's own tokenizer's; the default for upstream:), or reject (a 422 that names LangChain's "
+            "are the model's own tokenizer's; the default for upstream:), or reject (a 400 that names LangChain's "
             "check_embedding_ctx_length setting)", "MODE", choices=("cl100k_base", "model", "reject")),
     Setting("auto_truncate", _bool, "cut inputs longer than the model's maximum tokens to their first tokens "
             "instead of refusing them (TEI's flag; default off: such an input is a 400 on /v1/embeddings, 413 on "
