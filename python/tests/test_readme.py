@@ -43,9 +43,18 @@ def test_cli_inspect_example() -> None:
 SERVER_BLOCKS = re.findall(r"```python server\n(.*?)```", README, re.S)
 
 
-def test_server_examples_run_against_a_real_server() -> None:
-    """The README's server examples, against densewire serve (hash vectors under the MiniLM name)."""
+def test_server_examples_run_against_a_real_server(tmp_path, monkeypatch) -> None:
+    """The README's server examples, against densewire serve (hash vectors under the MiniLM name). LangChain's
+    tiktoken reads cl100k_base from a cache filled with densewire's copy (tests run without the network)."""
+    import hashlib
+    import shutil
+
+    from densewire._server.tokenids import CL100K_PATH
     from server_support import ServerProcess
+
+    url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+    shutil.copy(CL100K_PATH, tmp_path / hashlib.sha1(url.encode()).hexdigest())
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
 
     assert SERVER_BLOCKS
     with ServerProcess("--model", "hash:384", "--served-model-name", "sentence-transformers/all-MiniLM-L6-v2") as server:

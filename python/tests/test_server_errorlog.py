@@ -24,8 +24,8 @@ def _log_line(server: ServerProcess, rid: str) -> str:
 
 
 @pytest.mark.parametrize("path, body, status, code, param", [
-    ("/v1/embeddings", {"input": "a", "dimensions": 1e30}, 422, "invalid_field", "dimensions"),
-    ("/v1/embeddings", {"input": ["a"] * 5}, 422, "invalid_field", "input"),
+    ("/v1/embeddings", {"input": "a", "dimensions": 1e30}, 400, "invalid_field", "dimensions"),
+    ("/v1/embeddings", {"input": ["a"] * 5}, 400, "invalid_field", "input"),
     ("/v1/embeddings", {"input": "a", "model": "other"}, 404, "not_found", "model"),
     ("/v1/nothing", {"input": "a"}, 404, "not_found", None),
 ])
@@ -43,7 +43,7 @@ def test_each_error_is_one_line_with_id_code_field_and_the_clients_message(serve
 def test_a_sane_client_request_id_is_kept_and_a_bad_one_replaced(server) -> None:
     r = httpx.post(server.url + "/v1/embeddings", json={"input": ""}, headers={"X-Request-Id": "abc-123"})
     assert r.headers["x-request-id"] == "abc-123"
-    assert "422 invalid_field param=input" in _log_line(server, "abc-123")
+    assert "400 invalid_field param=input" in _log_line(server, "abc-123")
     r = httpx.post(server.url + "/v1/embeddings", json={"input": "a"}, headers={"X-Request-Id": "a b/" * 30})
     assert r.status_code == 200 and re.fullmatch(r"[0-9a-f]{16}", r.headers["x-request-id"])
 

@@ -48,42 +48,42 @@ CASES: dict[str, tuple[bytes, dict[str, str], int, str, str | None]] = {
     "top_level_array": (J(["a"]), JSON, 400, "malformed", None),
     "top_level_string": (J("a"), JSON, 400, "malformed", None),
     "empty_body": (b"", JSON, 400, "malformed", None),
-    "missing_input": (J({"model": "test-model"}), JSON, 422, "invalid_field", "input"),
-    "input_null": (J({"input": None}), JSON, 422, "invalid_field", "input"),
-    "input_number": (J({"input": 5}), JSON, 422, "invalid_field", "input"),
-    "input_object": (J({"input": {"a": 1}}), JSON, 422, "invalid_field", "input"),
-    "input_empty_string": (J({"input": ""}), JSON, 422, "invalid_field", "input"),
-    "input_empty_list": (J({"input": []}), JSON, 422, "invalid_field", "input"),
-    "input_item_empty": (J({"input": ["a", ""]}), JSON, 422, "invalid_field", "input[1]"),
-    "input_mixed": (J({"input": ["a", 1]}), JSON, 422, "invalid_field", "input[1]"),
-    "input_item_null": (J({"input": [None]}), JSON, 422, "invalid_field", "input[0]"),
-    "input_item_bool": (J({"input": [True]}), JSON, 422, "invalid_field", "input[0]"),
-    "input_item_float": (J({"input": [1.5]}), JSON, 422, "invalid_field", "input[0]"),
-    "token_ids_mixed": (J({"input": [1, "a"]}), JSON, 422, "invalid_field", "input[1]"),
-    "token_ids_negative": (J({"input": [[1, 2], [3, -4]]}), JSON, 422, "invalid_field", "input[1][1]"),
-    "token_ids_empty_row": (J({"input": [[1, 2], []]}), JSON, 422, "invalid_field", "input[1]"),
-    "token_ids_row_not_list": (J({"input": [[1, 2], 3]}), JSON, 422, "invalid_field", "input[1]"),
-    "token_id_huge": (b'{"input": [123456789012345678901234567890]}', JSON, 422, "invalid_field", "input[0]"),
-    "too_many_inputs": (J({"input": ["a"] * (MAX_INPUTS + 1)}), JSON, 422, "invalid_field", "input"),
-    "unknown_field": (J({"input": "a", "encodingformat": "float"}), JSON, 422, "invalid_field", "encodingformat"),
-    "model_not_string": (J({"input": "a", "model": 3}), JSON, 422, "invalid_field", "model"),
+    "missing_input": (J({"model": "test-model"}), JSON, 400, "invalid_field", "input"),
+    "input_null": (J({"input": None}), JSON, 400, "invalid_field", "input"),
+    "input_number": (J({"input": 5}), JSON, 400, "invalid_field", "input"),
+    "input_object": (J({"input": {"a": 1}}), JSON, 400, "invalid_field", "input"),
+    "input_empty_string": (J({"input": ""}), JSON, 400, "invalid_field", "input"),
+    "input_empty_list": (J({"input": []}), JSON, 400, "invalid_field", "input"),
+    "input_item_empty": (J({"input": ["a", ""]}), JSON, 400, "invalid_field", "input[1]"),
+    "input_mixed": (J({"input": ["a", 1]}), JSON, 400, "invalid_field", "input[1]"),
+    "input_item_null": (J({"input": [None]}), JSON, 400, "invalid_field", "input[0]"),
+    "input_item_bool": (J({"input": [True]}), JSON, 400, "invalid_field", "input[0]"),
+    "input_item_float": (J({"input": [1.5]}), JSON, 400, "invalid_field", "input[0]"),
+    "token_ids_mixed": (J({"input": [1, "a"]}), JSON, 400, "invalid_field", "input[1]"),
+    "token_ids_negative": (J({"input": [[1, 2], [3, -4]]}), JSON, 400, "invalid_field", "input[1][1]"),
+    "token_ids_empty_row": (J({"input": [[1, 2], []]}), JSON, 400, "invalid_field", "input[1]"),
+    "token_ids_row_not_list": (J({"input": [[1, 2], 3]}), JSON, 400, "invalid_field", "input[1]"),
+    "token_id_huge": (b'{"input": [123456789012345678901234567890]}', JSON, 400, "invalid_field", "input[0]"),
+    "too_many_inputs": (J({"input": ["a"] * (MAX_INPUTS + 1)}), JSON, 400, "invalid_field", "input"),
+    "unknown_field": (J({"input": "a", "encodingformat": "float"}), JSON, 400, "invalid_field", "encodingformat"),
+    "model_not_string": (J({"input": "a", "model": 3}), JSON, 400, "invalid_field", "model"),
     "model_unknown": (J({"input": "a", "model": "text-embedding-3-small"}), JSON, 404, "not_found", "model"),
-    "encoding_format_bad": (J({"input": "a", "encoding_format": "hex"}), JSON, 422, "invalid_field", "encoding_format"),
-    "encoding_format_number": (J({"input": "a", "encoding_format": 1}), JSON, 422, "invalid_field", "encoding_format"),
-    "dimensions_zero": (J({"input": "a", "dimensions": 0}), JSON, 422, "invalid_field", "dimensions"),
-    "dimensions_negative": (J({"input": "a", "dimensions": -3}), JSON, 422, "invalid_field", "dimensions"),
-    "dimensions_float": (J({"input": "a", "dimensions": 1.5}), JSON, 422, "invalid_field", "dimensions"),
-    "dimensions_string": (J({"input": "a", "dimensions": "8"}), JSON, 422, "invalid_field", "dimensions"),
-    "dimensions_bool": (J({"input": "a", "dimensions": True}), JSON, 422, "invalid_field", "dimensions"),
-    "dimensions_too_big": (J({"input": "a", "dimensions": DIMS + 1}), JSON, 422, "invalid_field", "dimensions"),
-    "user_number": (J({"input": "a", "user": 1}), JSON, 422, "invalid_field", "user"),
+    "encoding_format_bad": (J({"input": "a", "encoding_format": "hex"}), JSON, 400, "invalid_field", "encoding_format"),
+    "encoding_format_number": (J({"input": "a", "encoding_format": 1}), JSON, 400, "invalid_field", "encoding_format"),
+    "dimensions_zero": (J({"input": "a", "dimensions": 0}), JSON, 400, "invalid_field", "dimensions"),
+    "dimensions_negative": (J({"input": "a", "dimensions": -3}), JSON, 400, "invalid_field", "dimensions"),
+    "dimensions_float": (J({"input": "a", "dimensions": 1.5}), JSON, 400, "invalid_field", "dimensions"),
+    "dimensions_string": (J({"input": "a", "dimensions": "8"}), JSON, 400, "invalid_field", "dimensions"),
+    "dimensions_bool": (J({"input": "a", "dimensions": True}), JSON, 400, "invalid_field", "dimensions"),
+    "dimensions_too_big": (J({"input": "a", "dimensions": DIMS + 1}), JSON, 400, "invalid_field", "dimensions"),
+    "user_number": (J({"input": "a", "user": 1}), JSON, 400, "invalid_field", "user"),
     "dtype_unknown": (J({"input": "a", "dtype": "fp16"}), JSON, 400, "unknown_dtype", "dtype"),
     "dtype_case": (J({"input": "a", "dtype": "Float32"}), JSON, 400, "unknown_dtype", "dtype"),
-    "dtype_float64": (J({"input": "a", "dtype": "float64"}), JSON, 422, "invalid_field", "dtype"),
-    "dtype_number": (J({"input": "a", "dtype": 1}), JSON, 422, "invalid_field", "dtype"),
-    "byteorder_bad": (J({"input": "a", "byteorder": "middle"}), JSON, 422, "invalid_field", "byteorder"),
-    "truncate_string": (J({"input": "a", "truncate": "yes"}), JSON, 422, "invalid_field", "truncate"),
-    "truncate_false_too_long": (J({"input": ["short", LONG_TEXT], "truncate": False}), JSON, 422,
+    "dtype_float64": (J({"input": "a", "dtype": "float64"}), JSON, 400, "invalid_field", "dtype"),
+    "dtype_number": (J({"input": "a", "dtype": 1}), JSON, 400, "invalid_field", "dtype"),
+    "byteorder_bad": (J({"input": "a", "byteorder": "middle"}), JSON, 400, "invalid_field", "byteorder"),
+    "truncate_string": (J({"input": "a", "truncate": "yes"}), JSON, 400, "invalid_field", "truncate"),
+    "truncate_false_too_long": (J({"input": ["short", LONG_TEXT], "truncate": False}), JSON, 400,
                                 "invalid_field", "input[1]"),
     "content_type_text": (J({"input": "a"}), {"Content-Type": "text/plain"}, 415, "unsupported_media_type",
                           "Content-Type"),
@@ -173,8 +173,9 @@ def test_byteorder_big_only_for_base64(server, client) -> None:
 
 
 def test_truncate_true_accepts_long_input(server, client) -> None:
-    r = client.post(server.url + "/v1/embeddings", json={"input": ["short", LONG_TEXT]})
+    r = client.post(server.url + "/v1/embeddings", json={"input": ["short", LONG_TEXT], "truncate": True})
     assert r.status_code == 200
+    assert r.headers["Densewire-Truncated"] == "1" and r.json()["truncated"] == [1]
     models = client.get(server.url + "/v1/models").json()["data"][0]
     usage = r.json()["usage"]
     assert usage["prompt_tokens"] <= 1 + models["max_tokens"] + 5  # the long one counted as truncated
@@ -241,11 +242,11 @@ def test_api_key_accepted(keyed_server, client) -> None:
 ])
 def test_a_number_out_of_range_is_called_out_of_range(server, client, value: Any, says: str) -> None:
     r = client.post(server.url + "/v1/embeddings", json={"input": "a", "dimensions": value})
-    err = check_envelope(r, 422, "invalid_field", "dimensions")
+    err = check_envelope(r, 400, "invalid_field", "dimensions")
     assert err["message"] == f"dimensions: {says}"
 
 
 def test_token_id_out_of_range(server, client) -> None:
     r = client.post(server.url + "/v1/embeddings", json={"input": [[1, 1e30]]})
-    err = check_envelope(r, 422, "invalid_field", "input[0][1]")
+    err = check_envelope(r, 400, "invalid_field", "input[0][1]")
     assert "out of range" in err["message"]

@@ -1,6 +1,6 @@
 """limits.py: a long text is cut before tokenization to a prefix the model embeds exactly as the whole
 text (checked token by token with the built-in model's tokenizer), and a real server answers 12 MB
-texts with truthful usage, refuses them with 422 under truncate: false, and stays small doing so."""
+texts with truthful usage, refuses them with 400 unless asked to truncate, and stays small doing so."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def _reset_peak(server: ServerProcess) -> None:
 def test_12_mb_texts_are_embedded_in_bounded_memory_with_truthful_usage(minilm) -> None:
     vocab = sorted(k for k in minilm._counter.get_vocab() if k.isalpha())
     texts = [_words(1_600_000, seed, vocab)[: 12_000_000] for seed in (1, 2, 3)]
-    with ServerProcess("--max-body-bytes", "16M", "--cache-bytes", "0") as server, \
+    with ServerProcess("--max-body-bytes", "16M", "--cache-bytes", "0", "--auto-truncate") as server, \
             httpx.Client(timeout=300) as client:
         client.post(server.url + "/v1/embeddings", json={"input": "warm up"}).raise_for_status()
         _reset_peak(server)
@@ -96,10 +96,11 @@ def test_12_mb_texts_are_embedded_in_bounded_memory_with_truthful_usage(minilm) 
         for r in answers:
             assert r.status_code == 200, r.text
             assert r.json()["usage"]["prompt_tokens"] == minilm.max_tokens  # what the model read
+            assert r.headers["Densewire-Truncated"] == "1" and r.json()["truncated"] == [0]  # and it says so
         assert grown < 300 << 20, f"resident memory peaked {grown >> 20} MiB above where it was"
 
         r = client.post(server.url + "/v1/embeddings", json={"input": ["short", texts[0]], "truncate": False})
-        assert r.status_code == 422
+        assert r.status_code == 400
         err = r.json()["error"]
         assert err["param"] == "input[1]" and "more than" in err["message"]
-        assert f"maximum of {minilm.max_tokens}" in err["message"]
+        assert f"maximum context length is {minilm.max_tokens} tokens" in err["message"]

@@ -41,7 +41,7 @@ def test_models_endpoint(server) -> None:
 
 
 def test_raw_matches_reference(server) -> None:
-    r = httpx.post(server.url + "/v1/embeddings", json={"input": TEXTS, "model": REFERENCE["model"]},
+    r = httpx.post(server.url + "/v1/embeddings", json={"input": TEXTS, "model": REFERENCE["model"], "truncate": True},
                    headers={"Accept": "application/octet-stream"}, timeout=120)
     assert r.status_code == 200, r.text
     emb = densewire.decode(r.content, "raw", r.headers)
@@ -52,7 +52,8 @@ def test_raw_matches_reference(server) -> None:
 
 def test_openai_sdk_matches_reference(server) -> None:
     with openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=120) as c:
-        resp = c.embeddings.create(model="minilm", input=TEXTS)  # the spec alias is accepted too
+        # the spec alias is accepted too; the reference's long text is cut at 256 tokens as sentence-transformers does
+        resp = c.embeddings.create(model="minilm", input=TEXTS, extra_body={"truncate_prompt_tokens": -1})
         _check(np.array([d.embedding for d in resp.data], dtype=np.float32))
         one = c.embeddings.create(model=REFERENCE["model"], input=TEXTS[0], encoding_format="float")
         _check_one = np.array(one.data[0].embedding, dtype=np.float32)
@@ -62,8 +63,13 @@ def test_openai_sdk_matches_reference(server) -> None:
 def test_truncate_false_counts_real_tokens(server) -> None:
     long = "embeddings " * 400
     r = httpx.post(server.url + "/v1/embeddings", json={"input": ["ok", long], "truncate": False}, timeout=60)
-    assert r.status_code == 422
+    assert r.status_code == 400
     assert r.json()["error"]["param"] == "input[1]"
+    assert "maximum context length is 256 tokens, however you requested 1602 tokens" in r.json()["error"]["message"]
     r = httpx.post(server.url + "/v1/embeddings", json={"input": ["ok", long]}, timeout=60)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "input[1]"  # no silent truncation
+    r = httpx.post(server.url + "/v1/embeddings", json={"input": ["ok", long], "truncate_prompt_tokens": -1},
+                   timeout=60)
     assert r.status_code == 200
-    assert r.json()["usage"]["prompt_tokens"] <= 256 + 3
+    assert r.json()["usage"]["prompt_tokens"] == 3 + 256 and r.json()["truncated"] == [1]
+    assert r.headers["Densewire-Truncated"] == "1"

@@ -77,9 +77,14 @@ def test_errors_map_to_sdk_exceptions(client, server) -> None:
     with pytest.raises(openai.NotFoundError) as ei:
         client.embeddings.create(model="text-embedding-3-small", input="a")
     assert ei.value.code == "not_found" and ei.value.param == "model"
-    with pytest.raises(openai.UnprocessableEntityError) as ei2:
+    with pytest.raises(openai.BadRequestError) as ei2:  # 400, as OpenAI and vLLM answer an invalid parameter
         client.embeddings.create(model="dw-hash", input="a", dimensions=DIMS * 2)
     assert ei2.value.code == "invalid_field" and ei2.value.param == "dimensions"
+    assert ei2.value.body["type"] == "invalid_request_error"
+    # the model is judged first: an unserved model with OpenAI's 1536 dimensions is the 404 naming it
+    with pytest.raises(openai.NotFoundError) as ei3:
+        client.embeddings.create(model="text-embedding-3-small", input="a", dimensions=1536)
+    assert ei3.value.param == "model" and "text-embedding-3-small" in str(ei3.value)
     with pytest.raises(openai.AuthenticationError):
         with openai.OpenAI(base_url=server.url + "/v1", api_key="wrong", max_retries=0) as bad:
             bad.embeddings.create(model="dw-hash", input="a")

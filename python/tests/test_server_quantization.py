@@ -90,7 +90,7 @@ def test_other_dtypes_carry_no_id_and_float64_is_still_refused(client) -> None:
         r = client.post("/v1/embeddings", json={"input": TEXTS, "dtype": dtype, "encoding_format": "base64"})
         assert r.status_code == 200 and "quantization" not in r.json()
     r = client.post("/v1/embeddings", json={"input": TEXTS, "dtype": "float64"})
-    assert r.status_code == 422 and r.json()["error"]["param"] == "dtype"
+    assert r.status_code == 400 and r.json()["error"]["param"] == "dtype"
 
 
 def test_dimensions_k_has_its_own_ranges_found_by_id_on_every_replica(client) -> None:

@@ -55,6 +55,9 @@ class HashBackend(Backend):
         # by counting (server/limits.py), so longer words are still never cut short
         self.max_chars_per_token = 16
         self.tokens_are_words = True
+        # Matryoshka by construction (the module doc): a prefix of the vector is the vector of a smaller
+        # dimension, so the server accepts any ``dimensions`` (server/matryoshka.py)
+        self.matryoshka = True
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Whitespace-separated words per text."""

@@ -120,6 +120,9 @@ class UpstreamBackend(Backend):
         self.url = embeddings_url(base_url)
         self.model = model
         self.name = name or model
+        # which sizes the upstream's model was trained for is the upstream's to judge (the server's
+        # --matryoshka-dimensions narrows it): dimensions are accepted (server/matryoshka.py)
+        self.matryoshka = True
         self.max_tokens = int(max_tokens)
         self._dimensions = int(dimensions) if dimensions is not None else None
         self._batch_size = int(batch_size)

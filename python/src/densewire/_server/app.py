@@ -62,7 +62,7 @@ from .negotiation import VARY
 from .openapi import build_openapi
 from .quantization import LazyQuantizer, calibrates_at_load
 from .pages import DocsFiles, docs, home, ready_block
-from .pipeline import Call, _parse, _state, run_call
+from .pipeline import Call, _parse, _state, openai_error, run_call
 from .responses import ErrorResponse
 from .tables.config import table_specs
 from .tables.registry import TableRegistry
@@ -197,14 +197,27 @@ async def embeddings(request: Request) -> Response:
             return call.prepared(out, headers, content_encoding, "application/octet-stream")
         if req.vllm and fmt == "json":
             out = render_vllm_json(emb, vectors, req, vllm_id(req, request.headers.get("x-request-id")))
-            return call.prepared(out, {"Content-Type": "application/json"}, content_encoding)
+            return call.prepared(_with_truncated(out, call.truncated), {"Content-Type": "application/json"},
+                                 content_encoding)
         # SPEC.md 6.1: byteorder is only meaningful for Base64 strings; numbers and binary bodies are
         # little-endian always, and their responses say so (byteorder field, Densewire-Byteorder)
         byteorder = req.byteorder if fmt == "json" and req.encoding_format == "base64" else "little"
+        if fmt == "json" and call.truncated:  # the JSON says which inputs were cut: rendered, then compressed
+            plain = await call.render(emb, fmt, None, encoding_format=req.encoding_format, byteorder=byteorder)
+            headers = {k: v for k, v in plain.headers.items() if k.lower() not in ("content-length", "vary")}
+            return call.prepared(_with_truncated(bytes(plain.body), call.truncated), headers, content_encoding)
         return await call.render(emb, fmt, content_encoding, encoding_format=req.encoding_format,
                                  byteorder=byteorder)
 
-    return await run_call(request, "/v1/embeddings", handle)
+    return await run_call(request, "/v1/embeddings", handle, openai_error)
+
+
+def _with_truncated(body: bytes, cut: list[int]) -> bytes:
+    """A JSON object with ``"truncated": [indexes of the inputs that were cut]`` as its last key (SPEC.md 6.2);
+    unchanged when none was."""
+    if not cut:
+        return body
+    return body[:body.rindex(b"}")] + b',"truncated":' + orjson.dumps(cut) + b"}"
 
 
 def _model_card(e: Embedder, created: int, name: str | None = None) -> dict[str, Any]:
@@ -414,7 +427,7 @@ CORS_REQUEST_HEADERS = ("Authorization", "Content-Type", "Content-Encoding", "If
                         "Densewire-Shape", "Densewire-Dtype", "Densewire-Byteorder")
 CORS_EXPOSED_HEADERS = ("ETag", "Content-Encoding", "Retry-After", "X-Request-Id", "Densewire-Version", "Densewire-Model",
                         "Densewire-Shape", "Densewire-Dtype", "Densewire-Byteorder", "Densewire-Prompt-Tokens",
-                        "Densewire-Total-Tokens", "Densewire-Quantization", "Densewire-Table", "Densewire-Rows", "Densewire-Columns")
+                        "Densewire-Total-Tokens", "Densewire-Truncated", "Densewire-Quantization", "Densewire-Table", "Densewire-Rows", "Densewire-Columns")
 
 
 def _cors(origins: tuple[str, ...]) -> Middleware:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
+from .matryoshka import parse_matryoshka
 from .tables.config import parse_compression, table_specs
 
 __all__ = ["ServerConfig", "SETTINGS", "Setting", "config_from_env", "config_to_env", "cores", "env_name",
@@ -100,6 +101,8 @@ class ServerConfig:
     served_model_name: tuple[str, ...] = ()
     accept_any_model: bool = False
     token_ids: str | None = None  # None: cl100k_base, or model for a backend that forwards ids (upstream:)
+    auto_truncate: bool = False
+    matryoshka_dimensions: Any = None  # matryoshka.Matryoshka: None = as the model declares
     workers: int = 1
     redis_url: str | None = None
     redis_ttl: int = 7 * 24 * 3600
@@ -156,8 +159,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("token_ids", _opt_str, "how token-id input of /v1/embeddings is read: cl100k_base (the default for a local "
             "model: ids are decoded with OpenAI's cl100k_base vocabulary, shipped with densewire, as LangChain's "
             "OpenAIEmbeddings sends them, and the text is embedded with the model's own tokenizer), model (the ids "
-            "are the model's own tokenizer's; the default for upstream:), or reject (a 422 that names LangChain's "
+            "are the model's own tokenizer's; the default for upstream:), or reject (a 400 that names LangChain's "
             "check_embedding_ctx_length setting)", "MODE", choices=("cl100k_base", "model", "reject")),
+    Setting("auto_truncate", _bool, "cut inputs longer than the model's maximum tokens to their first tokens "
+            "instead of refusing them (TEI's flag; default off: such an input is a 400 on /v1/embeddings, 413 on "
+            "TEI's /embed, naming it, unless the request asks to truncate). Every cut is reported in the "
+            "Densewire-Truncated header and counted", flag_type="bool"),
+    Setting("matryoshka_dimensions", parse_matryoshka, "the vector sizes 'dimensions' may ask for: any, none, or "
+            "sizes such as 768,512,256 (default: as the model declares them, with is_matryoshka or "
+            "matryoshka_dimensions in its config.json, as vLLM reads them; a model that declares none answers "
+            "'dimensions' other than its own size with vLLM's 400 'does not support matryoshka representation')",
+            "SIZES"),
     Setting("workers", int, "worker processes, each with its own model and in-process cache "
             "(default 1)", "N"),
     Setting("redis_url", _opt_str, "Redis URL for a vector cache shared by replicas, "
@@ -271,7 +283,7 @@ def config_to_env(cfg: ServerConfig) -> dict[str, str]:
         elif isinstance(value, bool):
             out[env_name(s.name)] = "true" if value else "false"
         elif isinstance(value, tuple):
-            out[env_name(s.name)] = ",".join(value)
+            out[env_name(s.name)] = ",".join(map(str, value))
         else:
             out[env_name(s.name)] = str(value)
     return out

@@ -95,10 +95,21 @@ def _normalize(vectors: np.ndarray) -> np.ndarray:
     return vectors / norms[:, None]
 
 
-def _length_error(err: DensewireError, field: str, *, tei: bool = False) -> DensewireError:
-    """An input longer than the model's maximum (truncate false): TEI's 413 Validation error."""
+def _length_error(err: DensewireError, field: str, hint: str, *, tei: bool = False) -> DensewireError:
+    """An input longer than the model's maximum, not to be cut: placed on the route's own field, with the
+    route's own way to ask for a cut; TEI's is its 413 Validation error ("must have less than N tokens")."""
     if isinstance(err, InvalidFieldError) and (err.field or "").startswith("input["):
-        located = InvalidFieldError(err.message, field=field + err.field[len("input"):])  # type: ignore[index]
+        where = field + err.field[len("input"):]  # type: ignore[index]
+        numbers = getattr(err, "too_long", None)
+        if numbers is None:
+            located = InvalidFieldError(err.message, field=where)
+        else:
+            _, count, limit, clipped = numbers
+            many = f"more than {count}" if clipped else str(count)
+            text = (f"`{field}` must have less than {limit} tokens. Given: {many}; {hint}" if tei else
+                    f"this model's maximum context length is {limit} tokens, however you requested {many} tokens "
+                    f"in this input; {hint}")
+            located = InvalidFieldError(text, field=where)
         return _with_status(located, 413, "Validation") if tei else located
     return err
 
@@ -179,11 +190,14 @@ async def tei_embed(request: Request) -> Response:
         dims = doc.get("dimensions")
         if dims is not None:
             dims = _integer(dims, "dimensions", 1, service.dimensions)
-        req = _request(texts, ids, dims=dims, truncate=truncate is not False, side=side, token_ids_as="model")
+        if truncate is None:
+            truncate = cfg.auto_truncate  # TEI: truncate.unwrap_or(auto_truncate)
+        req = _request(texts, ids, dims=dims, truncate=truncate, side=side, token_ids_as="model")
         try:
             vectors, tokens = await call.embed(req)
         except InvalidFieldError as err:
-            raise _length_error(err, "inputs", tei=True) from None
+            raise _length_error(err, "inputs", "send truncate: true to embed its first tokens, or run the "
+                                "server with --auto-truncate", tei=True) from None
         if normalize is not False:
             vectors = _normalize(vectors)
         if fmt != "json":
@@ -246,7 +260,7 @@ async def tei_info(request: Request) -> Response:
            "model_type": {"embedding": {"pooling": pooling}},
            "max_concurrent_requests": st.cfg.max_concurrent_requests, "max_input_length": e.max_tokens,
            "max_batch_tokens": st.cfg.max_batch_tokens, "max_batch_requests": None,
-           "max_client_batch_size": st.cfg.max_client_batch_size, "auto_truncate": True,
+           "max_client_batch_size": st.cfg.max_client_batch_size, "auto_truncate": st.cfg.auto_truncate,
            "tokenization_workers": 1, "version": __version__, "sha": None, "docker_label": None}
     return Response(orjson.dumps(doc), 200, media_type="application/json")
 
@@ -277,6 +291,8 @@ async def cohere_embed(request: Request) -> Response:
         fmt, coding = call.negotiate()
         doc = _object(await call.json_body())
         service = call.service
+        model = _optional(doc, "model", str, "a string")
+        service.check_model(model)  # the model first, as every route judges it
         for key in doc:
             if key not in COHERE_FIELDS:
                 raise InvalidFieldError(f"unknown field; the accepted fields are {', '.join(COHERE_FIELDS)}",
@@ -293,8 +309,6 @@ async def cohere_embed(request: Request) -> Response:
         for i, t in enumerate(texts):
             if not isinstance(t, str) or not t:
                 raise InvalidFieldError(f"must be a non-empty string, not {_type_name(t)}", field=f"texts[{i}]")
-        model = _optional(doc, "model", str, "a string")
-        service.check_model(model)
         input_type = _optional(doc, "input_type", str, "a string")
         if input_type is not None and input_type not in COHERE_INPUT_TYPES[:-1]:
             raise InvalidFieldError(f"must be one of {', '.join(COHERE_INPUT_TYPES[:-1])} for texts, not "
@@ -339,7 +353,7 @@ async def cohere_embed(request: Request) -> Response:
         try:
             vectors, tokens = await call.embed(req)
         except InvalidFieldError as err:
-            raise _length_error(err, "texts") from None
+            raise _length_error(err, "texts", "send truncate END (Cohere's default) or START to cut it") from None
         if fmt != "json":
             kind = types[0]
             qid = None
@@ -441,7 +455,8 @@ async def ollama_embed(request: Request) -> Response:
             try:
                 vectors, tokens = await call.embed(req)
             except InvalidFieldError as err:
-                raise _length_error(err, "input") from None
+                raise _length_error(err, "input", "the input length exceeds the context length: send truncate: "
+                                    "true (Ollama's default) to cut it") from None
             vectors = _normalize(vectors)
         else:
             req = _request([], None, dims=dims)

@@ -25,9 +25,25 @@ from .cache import MemoryCache, RedisCache, redis_key
 from .config import ServerConfig, model_threads_for
 from .limits import char_bound, clip_text
 from .logs import log
+from .matryoshka import declared_matryoshka
 from .metrics import Metrics
 
-__all__ = ["Embedder", "reduce_dimensions"]
+__all__ = ["Embedder", "reduce_dimensions", "too_long"]
+
+
+def too_long(index: int, count: int, limit: int, *, clipped: bool = False, field: str = "input",
+             hint: str = "shorten it (split long documents into chunks), send truncate_prompt_tokens: -1 "
+                         "(or truncate: true) to embed its first tokens, or run the server with --auto-truncate"
+             ) -> InvalidFieldError:
+    """The error of an input longer than the model reads (no silent truncation, issue 27): it names the
+    input (``field[index]``), its token count and the limit, with OpenAI's "maximum context length"
+    phrasing. ``clipped``: the count is of a prefix already over the limit (limits.py), so "more than".
+    The numbers are kept on the error (``too_long``) for the routes that phrase it as their server does."""
+    many = f"more than {count}" if clipped else str(count)
+    err = InvalidFieldError(f"this model's maximum context length is {limit} tokens, however you requested "
+                            f"{many} tokens in this input; {hint}", field=f"{field}[{index}]")
+    err.too_long = (index, count, limit, clipped)  # type: ignore[attr-defined]
+    return err
 
 
 #: Token counting of inputs up to this many characters runs on the event loop (a tokenizer does
@@ -70,6 +86,8 @@ class Embedder:
         #: how token-id input is read (--token-ids; tokenids.py): an upstream gets the ids as sent
         self.token_ids = cfg.token_ids or ("model" if type(backend).__name__ == "UpstreamBackend" else "cl100k_base")
         self.dimensions = int(backend.dimensions)
+        #: the sizes ``dimensions`` may ask for (matryoshka.py): False none, True any, or a tuple of sizes
+        self.matryoshka = declared_matryoshka(backend, cfg.matryoshka_dimensions)
         self.max_tokens = int(backend.max_tokens)
         self.char_bound = char_bound(backend)  # texts longer than this are cut first (limits.py)
         self.cpu_pool = cpu_pool
@@ -105,6 +123,21 @@ class Embedder:
         if model is None or model in self.aliases or self.accept_any_model:
             return
         raise NotFoundError(f"{model!r} is not served here; this server serves {self.names_text()}", field=field)
+
+    def check_dimensions(self, dims: int | None, field: str = "dimensions") -> None:
+        """vLLM's rule: ``dimensions`` other than the model's own size only on a Matryoshka model, and
+        only one of its sizes when it lists them; else a 400 in vLLM's words, naming the flag."""
+        if dims is None or dims == self.dimensions or self.matryoshka is True:
+            return
+        if self.matryoshka is False:
+            raise InvalidFieldError(
+                f"model {self.model_id!r} does not support matryoshka representation, changing output dimensions "
+                f"will lead to poor results: it declares no Matryoshka sizes (its vectors have {self.dimensions}; "
+                f"--matryoshka-dimensions declares them)", field=field)
+        if dims not in self.matryoshka:
+            raise InvalidFieldError(
+                f"model {self.model_id!r} only supports {list(self.matryoshka)} matryoshka dimensions (and its own "
+                f"{self.dimensions}), use other output dimensions will lead to poor results", field=field)
 
     def names_text(self) -> str:
         return ", ".join(repr(n) for n in self.served_names)
@@ -223,10 +256,7 @@ class Embedder:
             limit = self.max_tokens
             for i, t in enumerate(texts):
                 if counts[t] > limit:
-                    many = f"more than {counts[t]}" if i in cut else str(counts[t])
-                    raise InvalidFieldError(
-                        f"{many} tokens, more than the model's maximum of {limit}; shorten it or "
-                        f"send truncate: true", field=f"input[{i}]")
+                    raise too_long(i, counts[t], limit, clipped=i in cut)
 
         if missing and self.redis is not None and self.redis.up:
             keys = [redis_key(self.model_id, kd, t) for t in missing]
@@ -303,17 +333,18 @@ class Embedder:
         return _rows([found[t] for t in texts], d), [counts[t] for t in texts]
 
     async def embed_texts_cut(self, texts: list[str], dims: int | None, limit: int | None, side: str,
-                              field: str) -> tuple[np.ndarray, list[int]]:
+                              field: str) -> tuple[np.ndarray, list[int], list[int]]:
         """Embed texts cut to ``limit`` tokens (special tokens included; None: the model's maximum),
-        keeping the first tokens (``side`` "right") or the last ("left"); ``(vectors, token counts)``.
-        Not cached. A model without a tokenizer of its own is an ``InvalidFieldError`` on ``field``."""
+        keeping the first tokens (``side`` "right") or the last ("left"); ``(vectors, token counts,
+        indexes of the texts that were cut)``. Not cached. A model without a tokenizer of its own is an
+        ``InvalidFieldError`` on ``field``."""
         split = getattr(self.backend, "split_tokens", None)
         if split is None and getattr(self.backend, "tokens_are_words", False):
             keep = min(limit or self.max_tokens, self.max_tokens)
             words = [t.split() for t in texts]
             cut_texts = [" ".join(w[:keep] if side == "right" else w[len(w) - keep:]) for w in words]
             vectors, _ = await self.embed_texts(cut_texts, dims)
-            return vectors, [min(len(w), keep) for w in words]
+            return vectors, [min(len(w), keep) for w in words], [i for i, w in enumerate(words) if len(w) > keep]
         if split is None:
             raise InvalidFieldError(f"the model {self.model_id} cannot cut its inputs at a number of tokens or "
                                     f"from the start (no tokenizer of its own)", field=field)
@@ -322,7 +353,7 @@ class Embedder:
         keep = max(0, min(limit or self.max_tokens, self.max_tokens) - special)
         cut = [seq[:keep] if side == "right" else seq[len(seq) - keep:] for seq in ids]
         vectors = await self.embed_token_ids(cut, dims)
-        return vectors, [len(c) + special for c in cut]
+        return vectors, [len(c) + special for c in cut], [i for i, seq in enumerate(ids) if len(seq) > keep]
 
     async def _wait_chunks(self, futures: list[asyncio.Future]) -> None:
         """Wait for the model calls of these chunks; a request that stops waiting (cancelled: its

@@ -5,7 +5,7 @@ Every response carries ``X-Request-Id``: the client's own when it sent a usable 
 logger, with that id, the status, the error code, the field and the message, the same text as the
 client gets in the OpenAI error envelope::
 
-    request_id=3f2a9c... POST /v1/embeddings 422 invalid_field param=dimensions: dimensions: 1e+30 is out of range ...
+    request_id=3f2a9c... POST /v1/embeddings 400 invalid_field param=dimensions: dimensions: 1e+30 is out of range ...
 
 4xx lines are INFO (the client's mistake, visible at the default level), 5xx lines WARNING.
 """

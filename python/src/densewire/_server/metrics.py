@@ -30,6 +30,10 @@ class Metrics:
             "and content coding", ("format", "encoding"), registry=r,
         )
         self.inputs = Counter("densewire_inputs", "inputs (texts or token lists) embedded", registry=r)
+        self.truncated_inputs = Counter(
+            "densewire_truncated_inputs", "inputs cut to the model's maximum tokens or to the request's "
+            "truncate_prompt_tokens, by route (each also counted in its answer's Densewire-Truncated header)",
+            ("route",), registry=r)
         self.cache_hits = Counter(
             "densewire_cache_hits", "vectors found in a cache, by layer (memory, redis)", ("layer",),
             registry=r,

@@ -164,7 +164,9 @@ def _dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any],
             "inputs": {"anyOf": [text, {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": text},
                                  token_ids,
                                  {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": token_ids}]},
-            "truncate": {"type": "boolean", "nullable": True, "default": True},
+            "truncate": {"type": "boolean", "nullable": True, "default": False,
+                         "description": "cut inputs longer than the model's maximum; absent: the server's "
+                                        "--auto-truncate (off by default: such an input is a 413)"},
             "truncation_direction": {"type": "string", "nullable": True,
                                      "enum": [*(["Left", "Right", "left", "right"] if can_cut else ["Right", "right"]),
                                               None]},
@@ -331,9 +333,10 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
         "byteorder": {"type": "string", "enum": ["little", "big"], "default": "little",
                       "description": "byte order of Base64 strings in JSON; numbers and binary bodies "
                                      "are little-endian whatever is asked"},
-        "truncate": {"type": "boolean", "default": True,
-                     "description": "cut inputs longer than the model's maximum tokens; false: such an "
-                                    "input is a 422 error"},
+        "truncate": {"type": "boolean", "default": False,
+                     "description": "cut inputs longer than the model's maximum tokens (the answer lists them in "
+                                    "truncated and Densewire-Truncated); absent: the server's --auto-truncate, off "
+                                    "by default: such an input is a 400 naming it, its token count and the limit"},
         # vLLM's fields (SPEC.md 6.3)
         "embed_dtype": {"type": "string", "enum": list(EMBED_DTYPES),
                         "description": "vLLM: the row type of base64 and bytes (float numbers stay float32); "
@@ -343,8 +346,8 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                                       "agree with byteorder when both are sent"},
         "truncate_prompt_tokens": {"type": "integer", "minimum": -1, "not": {"enum": [0]},
                                    **({} if can_cut else {"enum": [-1]}),
-                                   "description": "vLLM: cut each input to this many tokens (-1: as if absent, "
-                                                  "the model's maximum, or an error with truncate: false)"},
+                                   "description": "vLLM: cut each input to this many tokens (-1: the model's "
+                                                  "maximum; more than the maximum is a 400)"},
         "truncation_side": {"type": "string", "enum": ["left", "right"] if can_cut else ["right"],
                             "description": "vLLM: left keeps the last tokens of a cut input, right the first"},
         "request_id": {"type": "string", "description": "vLLM: the response id is embd-<request_id>"},
@@ -397,6 +400,8 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
             "dimensions": {"type": "integer", "minimum": 1},
             "quantization": {"type": "string", "description": "int8/uint8 responses: the id of the ranges "
                              "(GET /v1/quantization/{id})"},
+            "truncated": {"type": "array", "items": {"type": "integer", "minimum": 0},
+                          "description": "indexes of the inputs cut to the token limit (absent when none was)"},
         },
     }
     quantization = {
@@ -485,15 +490,22 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                 "requestBody": {"required": True, "content": {
                     "application/json": {"schema": {"$ref": "#/components/schemas/EmbeddingsRequest"}}}},
                 "responses": {
-                    "200": {"description": "the embeddings, in the negotiated format", "headers": vary,
+                    "200": {"description": "the embeddings, in the negotiated format", "headers": {
+                        **vary, "Densewire-Truncated": {
+                            "description": "how many inputs were cut to the token limit (absent when none was); "
+                                           "a JSON answer lists their indexes in truncated",
+                            "schema": {"type": "integer", "minimum": 1}}},
                             "content": ok_content},
-                    "400": _error_response("malformed body or unknown dtype"),
+                    "400": _error_response("malformed body, unknown dtype, or (invalid_field, as OpenAI and vLLM "
+                                           "answer it) a field missing, of the wrong type, out of range or unknown; "
+                                           "an input longer than the model reads, not asked to be cut; dimensions "
+                                           "on a model without Matryoshka sizes"),
                     **auth_errors,
-                    "404": _error_response("unknown model"),
+                    "404": _error_response("unknown model (judged before the other fields)"),
                     "406": _error_response("no acceptable media type"),
                     "413": _error_response("body (or decompressed body) too large"),
                     "415": _error_response("unsupported Content-Type or Content-Encoding"),
-                    "422": _error_response("a field is missing, of the wrong type, out of range or unknown"),
+                    "422": _error_response("non_finite: NaN or infinity asked to be written as a JSON number"),
                     "429": _error_response_with(
                         "rate_limited: --max-concurrent-requests requests are already being processed or "
                         "waiting for the model; retry after Retry-After seconds",

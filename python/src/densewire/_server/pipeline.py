@@ -38,7 +38,7 @@ from densewire import (
 from .admission import ClientGone, ShuttingDown, Ticket, await_while_connected
 from .compression import compress, read_body
 from .config import ServerConfig
-from .embedder import Embedder
+from .embedder import Embedder, too_long
 from .limits import TRIM_AFTER_BYTES, release_memory
 from .logs import log
 from .metrics import Metrics
@@ -48,7 +48,7 @@ from .request import EmbeddingsRequest, parse_embeddings_request
 from .responses import RESPONSE_CLASSES, ErrorResponse, render_embeddings
 from .tokenids import cl100k, cl100k_loaded, reject_token_ids
 
-__all__ = ["Call", "run_call", "ErrorRenderer"]
+__all__ = ["Call", "run_call", "ErrorRenderer", "openai_error", "TRUNCATED_HEADER"]
 
 #: Encoding cost per vector element, relative to copying it, by format; an encoding whose
 #: estimated cost (elements x factor) reaches _THREAD_ENCODE_COST runs in the CPU pool, cheaper
@@ -93,6 +93,8 @@ class Call:
         self.st, self.service, self.request, self.ticket = st, service, request, ticket
         self.fmt = "json"  # the metrics label of the answer
         self.body_size = 0
+        #: indexes of the inputs that were cut (Densewire-Truncated); empty when none was
+        self.truncated: list[int] = []
 
     def negotiate(self) -> tuple[str, str | None]:
         """The negotiated format and content coding (SPEC.md 12)."""
@@ -118,9 +120,12 @@ class Call:
         return parse() if len(body) < _THREAD_PARSE_BYTES else await self.service.in_cpu_pool(parse)
 
     async def embed(self, req: EmbeddingsRequest) -> tuple[np.ndarray, int]:
-        """The model call, abandoned when the client leaves, the deadline passes or the server drains."""
-        return await await_while_connected(_embed(self.service, req, self.st.metrics), self.request.receive,
-                                           self.ticket, self.st.lifecycle.expired)
+        """The model call, abandoned when the client leaves, the deadline passes or the server drains.
+        The indexes of the inputs it cut are kept in ``truncated`` (the runner reports them)."""
+        vectors, tokens, cut = await await_while_connected(
+            _embed(self.service, req, self.st.metrics), self.request.receive, self.ticket, self.st.lifecycle.expired)
+        self.truncated = cut
+        return vectors, tokens
 
     async def embeddings(self, req: EmbeddingsRequest, vectors: np.ndarray, prompt_tokens: int) -> Embeddings:
         return await _to_embeddings(self.service, req, vectors, prompt_tokens)
@@ -167,6 +172,8 @@ async def run_call(request: Request, route: str, handle: Callable[[Call], Awaita
         ticket = st.admit()
         call = Call(st, service, request, ticket)
         response = await handle(call)
+        if call.truncated and response.status_code == 200:
+            _report_truncated(st.metrics, route, call.truncated, response)
         if max(call.body_size, len(response.body)) >= TRIM_AFTER_BYTES:
             response.background = BackgroundTask(release_memory)  # after the response is sent
         ticket.release(completed=True)
@@ -190,6 +197,18 @@ async def run_call(request: Request, route: str, handle: Callable[[Call], Awaita
     _record(st.metrics, route, call.fmt if call else "json", response, t0)
     return response
 
+
+
+#: the response header that says how many inputs were cut (issue 27: no silent truncation)
+TRUNCATED_HEADER = "Densewire-Truncated"
+
+
+def _report_truncated(m: Metrics, route: str, cut: list[int], response: Response) -> None:
+    """Say that inputs were cut: the header (their count), the counter, a log line with the indexes."""
+    response.headers[TRUNCATED_HEADER] = str(len(cut))
+    m.truncated_inputs.labels(route).inc(len(cut))
+    shown = ", ".join(map(str, cut[:20])) + (", ..." if len(cut) > 20 else "")
+    log.info("%s: cut %d input(s) to the token limit: index %s", route, len(cut), shown)
 
 
 def _error_headers(st: Any, err: DensewireError) -> dict[str, str]:
@@ -219,19 +238,28 @@ async def _read_body(cfg: ServerConfig, request: Request, *, check_content_type:
 
 
 async def _parse(cfg: ServerConfig, service: Embedder, body: bytes) -> EmbeddingsRequest:
-    """Parsing: the OpenAI request (in the CPU pool when large), naming a model served here (404)."""
+    """Parsing: the OpenAI request (in the CPU pool when large), the model judged first (a 404 that names
+    it, whatever else is wrong), then the fields, then ``dimensions`` against the model's Matryoshka sizes."""
     parse = partial(parse_embeddings_request, body, max_inputs=cfg.max_client_batch_size,
-                    native_dimensions=service.dimensions)
+                    native_dimensions=service.dimensions, max_tokens=service.max_tokens,
+                    auto_truncate=cfg.auto_truncate, check_model=service.check_model)
     req = parse() if len(body) < _THREAD_PARSE_BYTES else await service.in_cpu_pool(parse)
-    service.check_model(req.model)
+    service.check_dimensions(req.dimensions)
     return req
 
 
-async def _embed(service: Embedder, req: EmbeddingsRequest, m: Metrics) -> tuple[np.ndarray, int]:
-    """The model call: texts or token ids to float32 vectors, and the prompt tokens counted.
+def openai_error(err: DensewireError, headers: dict[str, str]) -> Response:
+    """The OpenAI/vLLM route's errors: OpenAI's envelope, and 400 for an invalid parameter, as OpenAI and
+    vLLM answer it (their SDKs raise BadRequestError on 400), with densewire's code, param and offset."""
+    return ErrorResponse(err, headers, status=400 if isinstance(err, InvalidFieldError) else None)
 
-    Token ids are read as ``--token-ids`` says (tokenids.py): decoded from cl100k_base to text, refused,
-    or the model's own ids."""
+
+async def _embed(service: Embedder, req: EmbeddingsRequest, m: Metrics) -> tuple[np.ndarray, int, list[int]]:
+    """The model call: texts or token ids to float32 vectors, the prompt tokens counted, and the indexes
+    of the inputs that were cut (to the model's maximum or to ``truncate_prompt_tokens``).
+
+    Token ids are read as ``--token-ids`` says (tokenids.py): decoded from cl100k_base to text (then
+    counted, and cut, in the model's own tokens), refused, or the model's own ids."""
     max_tokens = service.max_tokens
     texts = req.texts
     mode = req.token_ids_as or service.token_ids
@@ -242,29 +270,31 @@ async def _embed(service: Embedder, req: EmbeddingsRequest, m: Metrics) -> tuple
         fields = ["input"] if req.flat else [f"input[{i}]" for i in range(len(seqs))]
         vocabulary = cl100k() if cl100k_loaded() else await service.in_cpu_pool(cl100k)
         texts = vocabulary.decode_all(seqs, fields)
+    cut: list[int]
     if texts is not None:
-        if req.truncation_side == "left" or (req.token_limit is not None and req.token_limit < max_tokens):
+        cutting = req.truncate or req.token_limit is not None
+        if cutting and (req.truncation_side == "left" or (req.token_limit is not None and req.token_limit < max_tokens)):
             field = "truncate_prompt_tokens" if req.token_limit is not None else "truncation_side"
-            vectors, counts = await service.embed_texts_cut(texts, req.dimensions, req.token_limit,
-                                                            req.truncation_side, field)
+            vectors, counts, cut = await service.embed_texts_cut(texts, req.dimensions, req.token_limit,
+                                                                 req.truncation_side, field)
         else:
             vectors, counts = await service.embed_texts(texts, req.dimensions, truncate=req.truncate)
+            cut = [i for i, c in enumerate(counts) if c > max_tokens]
     else:
         counts = [len(s) for s in req.token_ids]  # type: ignore[union-attr]
         if not req.truncate:
             for i, c in enumerate(counts):
                 if c > max_tokens:
-                    raise InvalidFieldError(
-                        f"{c} tokens, more than the model's maximum of {max_tokens}; "
-                        f"shorten it or send truncate: true", field=f"input[{i}]")
+                    raise too_long(i, c, max_tokens)
         ids = req.token_ids or []
+        keep = min(req.token_limit or max_tokens, max_tokens)
+        cut = [i for i, c in enumerate(counts) if c > keep]
         if req.token_limit is not None or req.truncation_side == "left":
-            keep = min(req.token_limit or max_tokens, max_tokens)
             ids = [s[:keep] if req.truncation_side == "right" else s[len(s) - keep:] for s in ids]
             counts = [len(s) for s in ids]
         vectors = await service.embed_token_ids(ids, req.dimensions)
     m.inputs.inc(len(counts))
-    return vectors, sum(min(c, max_tokens) for c in counts)
+    return vectors, sum(min(c, max_tokens) for c in counts), cut
 
 
 async def _to_embeddings(service: Embedder, req: EmbeddingsRequest, vectors: np.ndarray,

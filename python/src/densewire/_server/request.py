@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -171,14 +171,30 @@ def _choice(doc: dict[str, Any], key: str, choices: tuple[str, ...]) -> str | No
     return v
 
 
-def parse_embeddings_request(body: bytes, *, max_inputs: int, native_dimensions: int) -> EmbeddingsRequest:
-    """Parse and check a request body; raises ``DensewireError`` naming the field."""
+#: vLLM's error for a truncate_prompt_tokens above the model's maximum (serving code, verbatim)
+TRUNCATE_TOO_BIG = ("truncate_prompt_tokens value is greater than max_model_len. Please request a smaller "
+                    "truncation size.")
+
+
+def parse_embeddings_request(body: bytes, *, max_inputs: int, native_dimensions: int,
+                             max_tokens: int | None = None, auto_truncate: bool = False,
+                             check_model: Callable[[str | None], None] | None = None) -> EmbeddingsRequest:
+    """Parse and check a request body; raises ``DensewireError`` naming the field.
+
+    ``check_model`` judges ``model`` before every other field (an unserved model is its 404 whatever else
+    the request says); ``auto_truncate`` is what an absent ``truncate`` means (``--auto-truncate``);
+    ``max_tokens`` bounds ``truncate_prompt_tokens`` (vLLM's 400 above it)."""
     try:
         doc = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise MalformedError(f"request body is not valid JSON: {exc}", offset=getattr(exc, "pos", None)) from None
     if not isinstance(doc, dict):
         raise MalformedError(f"request body must be a JSON object, not {_type_name(doc)}")
+    model = doc.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InvalidFieldError(f"must be a string, not {_type_name(model)}", field="model")
+    if check_model is not None:
+        check_model(model)
     for key in doc:
         if key not in REQUEST_FIELDS:
             raise InvalidFieldError(
@@ -187,10 +203,6 @@ def parse_embeddings_request(body: bytes, *, max_inputs: int, native_dimensions:
     if "input" not in doc:
         raise InvalidFieldError("is required", field="input")
     texts, token_ids = _parse_input(doc["input"], max_inputs)
-
-    model = doc.get("model")
-    if model is not None and not isinstance(model, str):
-        raise InvalidFieldError(f"must be a string, not {_type_name(model)}", field="model")
 
     encoding_format = doc.get("encoding_format", "float")
     if encoding_format is None:
@@ -224,9 +236,9 @@ def parse_embeddings_request(body: bytes, *, max_inputs: int, native_dimensions:
     if byteorder is not None and byteorder not in ("little", "big"):
         raise InvalidFieldError(f"must be 'little' or 'big', not {byteorder!r}", field="byteorder")
 
-    truncate = doc.get("truncate", True)
+    truncate = doc.get("truncate")
     if truncate is None:
-        truncate = True
+        truncate = auto_truncate  # no silent cut unless the server runs with --auto-truncate
     if not isinstance(truncate, bool):
         raise InvalidFieldError(f"must be a boolean, not {_type_name(truncate)}", field="truncate")
 
@@ -257,10 +269,12 @@ def parse_embeddings_request(body: bytes, *, max_inputs: int, native_dimensions:
         if token_limit == 0:
             raise InvalidFieldError("must be -1 (the model's maximum) or a positive number of tokens",
                                     field="truncate_prompt_tokens")
-        if token_limit == -1:  # the model's maximum: as if absent (truncate says what a longer input is)
+        if max_tokens is not None and token_limit > max_tokens:
+            raise InvalidFieldError(f"{token_limit}: {TRUNCATE_TOO_BIG} (max_model_len is {max_tokens}; -1 cuts "
+                                    f"at it)", field="truncate_prompt_tokens")
+        if token_limit == -1 or token_limit == max_tokens:  # vLLM: -1 cuts at the model's maximum
             token_limit = None
-        else:
-            truncate = True  # an explicit count cuts, whatever truncate says
+        truncate = True  # a request that sends a count asks to cut, whatever truncate says
     side = _choice(doc, "truncation_side", ("left", "right")) or "right"
 
     request_id = doc.get("request_id")

@@ -147,12 +147,15 @@ class ErrorResponse(Response):
 
     media_type = "application/json"
 
-    def __init__(self, error: DensewireError, headers: Mapping[str, str] | None = None) -> None:
+    def __init__(self, error: DensewireError, headers: Mapping[str, str] | None = None, *,
+                 status: int | None = None) -> None:
+        """``status``: the route's own status for this error (the OpenAI route's 400 for ``invalid_field``),
+        else the category's (SPEC.md 11)."""
         merged = {"Vary": VARY}
         if error.http_status == 401:
             merged["WWW-Authenticate"] = 'Bearer realm="densewire"'
         merged.update(headers or {})
-        super().__init__(error.to_envelope(), error.http_status, merged)
+        super().__init__(error.to_envelope(), status or error.http_status, merged)
 
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content)

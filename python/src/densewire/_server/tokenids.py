@@ -82,7 +82,7 @@ def cl100k_loaded() -> bool:
 
 
 def reject_token_ids() -> InvalidFieldError:
-    """The 422 of ``--token-ids reject``."""
+    """The error (400 on /v1/embeddings) of ``--token-ids reject``."""
     return InvalidFieldError(
         "this server does not read token ids (--token-ids reject): send the texts as strings. LangChain's "
         "OpenAIEmbeddings sends tiktoken cl100k_base ids unless it is built with check_embedding_ctx_length=False",

@@ -54,7 +54,7 @@ class LiveServerTest {
         assertEquals(Dtype.BINARY, DensewireClient.builder(server).dtype(Dtype.BINARY).build().embed(List.of("x")).tensor().dtype());
         DensewireApiException e = assertThrows(DensewireApiException.class,
                 () -> DensewireClient.builder(server).build().embed(List.of("")));
-        assertEquals(422, e.status());
+        assertEquals(400, e.status()); // OpenAI's and vLLM's status for an invalid parameter (issue 27)
         assertEquals(Category.INVALID_FIELD, e.category());
         assertEquals("input[0]", e.param());
     }
