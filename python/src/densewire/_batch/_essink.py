@@ -70,13 +70,15 @@ class EsBulkSink:
         try:
             for row0, a in pieces:
                 chunk_ids = ids[row0:row0 + len(a)]
+                rows = max(1, min(1024, self.max_bytes // (a.shape[1] * 6 + 100 + len(str(ids[-1]))) if len(a) else 1))
                 for lines in bulk_lines(a, index=self.index, field=self.field, ids=chunk_ids,
-                                        vector_format=self.vector_format, rows_per_chunk=1024, row0=row0):
-                    if current and size + len(lines) > self.max_bytes:
-                        bodies.append(b"".join(current))
-                        current, size = [], 0
-                    current.append(lines)
-                    size += len(lines)
+                                        vector_format=self.vector_format, rows_per_chunk=rows, row0=row0):
+                    for piece in _pieces(lines, self.max_bytes):
+                        if current and size + len(piece) > self.max_bytes:
+                            bodies.append(b"".join(current))
+                            current, size = [], 0
+                        current.append(piece)
+                        size += len(piece)
         except BatchError as exc:
             raise exc.in_block(block)
         except ValueError as exc:  # densewire's errors: a non-finite value, an integer dtype
@@ -141,6 +143,23 @@ class EsBulkSink:
                     raise BatchError(f"POST {url} failed after {attempt} attempts: {exc}", category="unavailable",
                                      block=block) from exc
             time.sleep(policy.delay(attempt - 1, retry_after))
+
+
+def _pieces(lines: bytes, max_bytes: int) -> list[bytes]:
+    """``lines`` (action and source line pairs) cut at row boundaries into pieces of at most
+    ``max_bytes`` (a row longer than that is a piece of its own)."""
+    if len(lines) <= max_bytes:
+        return [lines]
+    out: list[bytes] = []
+    start = last = 0  # the piece begins at start; its rows so far end at last
+    while last < len(lines):
+        end = lines.index(b"\n", lines.index(b"\n", last) + 1) + 1  # the end of the next row's two lines
+        if end - start > max_bytes and last > start:
+            out.append(lines[start:last])
+            start = last
+        last = end
+    out.append(lines[start:])
+    return out
 
 
 def _created(answer: bytes, block: str) -> int:
