@@ -96,32 +96,38 @@ class _BlockSink(Datasink):
         self.sink = sink
         self.job = uuid.uuid4().hex[:12]
         self._rows_per_write = rows_per_write
-        #: after the write: the sum of the write tasks' returns
+        #: after the write: the rows written (each block's rows are all in the store once its task returned)
         self.result: int | None = None
+        #: after the write: the rows the sink reported new (inserted rather than found there; created rather
+        #: than replaced). A task that Ray ran again after its block committed finds its rows there.
+        self.new: int | None = None
 
     @property
     def min_rows_per_write(self) -> int | None:
         return self._rows_per_write
 
-    def write(self, blocks: Iterable[Any], ctx: Any) -> int:
-        done = 0
+    def write(self, blocks: Iterable[Any], ctx: Any) -> tuple[int, int]:
+        """(rows of the blocks, rows the sink reported new)."""
+        rows = new = 0
         try:
             for k, block in enumerate(blocks):
                 table = block if isinstance(block, pa.Table) else ray.data.BlockAccessor.for_block(block).to_arrow()
-                done += self.sink.write(table, block=f"{self.job}-{ctx.task_idx:06d}-{k:04d}")
+                new += self.sink.write(table, block=f"{self.job}-{ctx.task_idx:06d}-{k:04d}")
+                rows += table.num_rows
         finally:
             close = getattr(self.sink, "close", None)
             if close is not None:
                 close()
-        return done
+        return rows, new
 
     def on_write_complete(self, write_result: Any) -> None:
-        self.result = sum(write_result.write_returns)
+        self.result = sum(r for r, _n in write_result.write_returns)
+        self.new = sum(n for _r, n in write_result.write_returns)
 
 
 class PgvectorDatasink(_BlockSink):
     """Each block into ``table`` by :class:`densewire.batch.PgvectorSink`: one transaction, rows
-    exactly once by ``id_column``. ``result``: the rows the job inserted."""
+    exactly once by ``id_column``. ``result``: the rows written; ``new``: those not in the table before."""
 
     def __init__(self, conninfo: str, *, table: str, column: str, id_column: str,
                  rows_per_write: int | None = None) -> None:
@@ -147,7 +153,8 @@ class PgvectorDatasink(_BlockSink):
 
 class EsBulkDatasink(_BlockSink):
     """Each block as a ``_bulk`` request (a URL) or a file named by the block (a folder) by
-    :class:`densewire.batch.EsBulkSink`. ``result``: the rows written (documents created, for a URL)."""
+    :class:`densewire.batch.EsBulkSink`. ``result``: the rows written; ``new``: the documents a URL's store
+    created (rather than replaced)."""
 
     def __init__(self, path_or_url: str, *, index: str, field: str, id_column: str, rows_per_write: int | None = None,
                  **options: Any) -> None:
@@ -159,7 +166,8 @@ def write_pgvector(ds: "ray.data.Dataset", conninfo: str, *, table: str, column:
                    concurrency: int | None = None, rows_per_write: int | None = None,
                    ray_remote_args: dict[str, Any] | None = None) -> int:
     """Write ``ds``'s ``id_column`` and vector ``column`` into ``table`` (binary COPY, one transaction a
-    block, ``ON CONFLICT (id) DO NOTHING``); the rows inserted. ``concurrency`` bounds the write tasks
+    block, ``ON CONFLICT (id) DO NOTHING``); the rows written, each now in the table once (rows already
+    there with their id are kept as they were: ``PgvectorDatasink.new`` counts the others). ``concurrency`` bounds the write tasks
     (the connections) at once; ``rows_per_write`` gathers small blocks into bigger transactions."""
     sink = PgvectorDatasink(conninfo, table=table, column=column, id_column=id_column, rows_per_write=rows_per_write)
     ds.write_datasink(sink, concurrency=concurrency, ray_remote_args=ray_remote_args)

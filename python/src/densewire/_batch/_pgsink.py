@@ -15,12 +15,14 @@ vectors'.
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from .._client._retry import RetryPolicy
 from .._optional import require
 from .._pgcopy import VECTOR_TYPES
 from .._pgvector import copy_vectors, quote_ident, quote_table
@@ -50,16 +52,19 @@ class PgvectorSink:
     into ``table`` of the database at ``conninfo``. One connection per sink, opened on first use
     (a sink is pickled to workers without it)."""
 
-    def __init__(self, conninfo: str, *, table: str, column: str, id_column: str) -> None:
+    def __init__(self, conninfo: str, *, table: str, column: str, id_column: str, retries: int = 2) -> None:
         self.conninfo, self.table, self.column, self.id_column = conninfo, table, column, id_column
+        self.retries = retries
         self._conn: Any = None
         self._target: TargetColumns | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"conninfo": self.conninfo, "table": self.table, "column": self.column, "id_column": self.id_column}
+        return {"conninfo": self.conninfo, "table": self.table, "column": self.column, "id_column": self.id_column,
+                "retries": self.retries}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["conninfo"], table=state["table"], column=state["column"], id_column=state["id_column"])
+        self.__init__(state["conninfo"], table=state["table"], column=state["column"], id_column=state["id_column"],
+                      retries=state.get("retries", 2))
 
     def __enter__(self) -> "PgvectorSink":
         return self
@@ -74,19 +79,42 @@ class PgvectorSink:
 
     def _connection(self) -> Any:
         if self._conn is None or self._conn.closed:
+            self._conn = None
             self._conn = _psycopg().connect(self.conninfo)
             self._target = None
         return self._conn
 
+    def _retrying(self, what: Any, block: str | None) -> Any:
+        """``what()``, again on a new connection after a connection error (refused, lost: psycopg's
+        OperationalError), up to ``retries`` times with the client's backoff; then a BatchError naming
+        the block and the last error."""
+        operational = _psycopg().OperationalError
+        policy = RetryPolicy(self.retries)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return what()
+            except operational as exc:
+                self.close()
+                if attempt > policy.max_retries:
+                    raise BatchError(f"no connection to the database after {attempt} attempts: "
+                                     f"{str(exc).strip()}", category="unavailable", block=block) from exc
+            time.sleep(policy.delay(attempt - 1))
+
     def target(self, block: str | None = None) -> TargetColumns:
         """The checked types of the target's columns (read once per connection)."""
-        conn = self._connection()
-        if self._target is None:
-            try:
-                self._target = _read_target(conn, self.table, self.column, self.id_column, block)
-            finally:
-                conn.rollback()
-        return self._target
+        def read() -> TargetColumns:
+            conn = self._connection()
+            if self._target is None:
+                try:
+                    self._target = _read_target(conn, self.table, self.column, self.id_column, block)
+                finally:
+                    if not conn.closed:
+                        conn.rollback()
+            return self._target
+
+        return self._retrying(read, block)
 
     def write(self, data: pa.Table | pa.RecordBatch, *, block: str) -> int:
         """Insert the rows of ``data`` whose ids are not in the table yet, in one transaction; the number
@@ -104,7 +132,12 @@ class PgvectorSink:
                                  column=self.column, block=block)
         if len(ids) == 0:
             return 0
+        return self._retrying(lambda: self._insert(ids, pieces, target, block), block)
+
+    def _insert(self, ids: Any, pieces: list[tuple[int, np.ndarray]], target: TargetColumns, block: str) -> int:
+        """One transaction: COPY into a temporary table, INSERT ... ON CONFLICT DO NOTHING; rows inserted."""
         conn = self._connection()
+        operational = _psycopg().OperationalError
         stage = quote_ident(f"densewire_stage_{uuid.uuid4().hex[:12]}")
         cols = f"{quote_ident(self.id_column)}, {quote_ident(self.column)}"
         try:
@@ -121,6 +154,8 @@ class PgvectorSink:
                 inserted = cur.rowcount
         except BatchError as exc:
             raise exc.in_block(block)
+        except operational:
+            raise  # the connection: retried by _retrying
         except Exception as exc:
             if getattr(exc, "field", None) is not None and hasattr(exc, "category"):  # a densewire error of a row
                 raise BatchError(str(exc), category=exc.category, column=self.column, block=block) from exc
