@@ -226,3 +226,33 @@ def test_a_bad_block_fails_the_job_naming_the_block(cluster, hash_fleet, pgvecto
     with pytest.raises(Exception) as info:
         dwray.write_pgvector(wrong, closed, table="ray_bad", column="embedding", id_column="id")
     assert "no connection to the database after 3 attempts" in str(info.value)
+
+
+def test_the_readme_ray_example_runs_as_written(cluster, pgvector_db, tmp_path) -> None:
+    """README.md's ```python ray block, in a new Python process joining the cluster by RAY_ADDRESS, with
+    two hash:384 replicas for its two URLs and the test database for its conninfo."""
+    readme = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```python ray\n(.*?)```", readme, re.S)
+    assert len(blocks) == 1
+    servers = [ServerProcess("--model", "hash:384", tmp=tmp_path) for _ in range(2)]
+    try:
+        for s in servers:
+            s.start()
+        code = (blocks[0].replace("http://10.0.0.11:8000", servers[0].url).replace("http://10.0.0.12:8000", servers[1].url)
+                .replace("postgresql://localhost/app", pgvector_db.url))
+        with psycopg.connect(pgvector_db.url, autocommit=True) as conn:  # rows of an earlier run stay as they are
+            conn.execute("DROP TABLE IF EXISTS docs")
+            conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, embedding vector(384))")
+            conn.execute("INSERT INTO docs SELECT i, array_fill(0, ARRAY[384])::vector FROM generate_series(0, 99) i")
+        proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=600, env={**os.environ, "RAY_ADDRESS": cluster.address})
+        assert proc.returncode == 0, proc.stderr[-4000:]
+    finally:
+        for s in servers:
+            s.stop()
+    assert _table_ids(pgvector_db.url, "docs") == list(range(2_000))
+    with psycopg.connect(pgvector_db.url) as conn:
+        zero = conn.execute("SELECT count(*) FROM docs WHERE embedding = array_fill(0, ARRAY[384])::vector").fetchone()
+    assert zero[0] == 100  # the rows already there were kept, not inserted again
+    files = list((tmp_path / "bulk").iterdir())  # the relative folder, resolved on the driver
+    assert sum(f.read_bytes().count(b'"_index":"docs"') for f in files) == 2_000

@@ -58,6 +58,8 @@ class EsBulkSink:
         self.vector_format, self.max_bytes, self.timeout, self.retries = vector_format, max_bytes, timeout, retries
         self.api_key = api_key
         self.is_url = self.path_or_url.lower().startswith(("http://", "https://"))
+        if not self.is_url:  # resolved where the sink is made (the driver): workers run in other folders
+            self.path_or_url = os.path.abspath(self.path_or_url)
 
     def bodies(self, data: pa.Table | pa.RecordBatch, *, block: str) -> list[bytes]:
         """The bulk request bodies of ``data`` (checked first: ids, vectors), each at most ``max_bytes``
