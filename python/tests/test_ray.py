@@ -53,6 +53,8 @@ def cluster():
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False
         context.print_on_execution_start = False
+        context.wait_for_min_actors_s = 300  # a pool starts work once all its actors are up: on a busy machine
+        # the first actor could otherwise take every block before the second one (on the other node) started
         assert len([n for n in ray.nodes() if n["Alive"]]) == 2
         yield c
     finally:
