@@ -34,3 +34,37 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.section("golden capabilities")
         for line in dict.fromkeys(line for p in PLANS for line in p.lines()):  # each line once, in order
             terminalreporter.write_line(line)
+
+
+# -- issue 25: the batch, Ray and Spark tests share one fleet of replicas and one PostgreSQL ----------------
+#: the dimension of the hash vectors the batch tests embed (small: the tests check values, not speed)
+FLEET_DIMENSIONS = 16
+
+
+@pytest.fixture(scope="session")
+def hash_fleet():
+    """Two ``densewire serve --model hash:16`` replicas (their ``.url``), for the whole session."""
+    from server_support import ServerProcess
+
+    servers = [ServerProcess("--model", f"hash:{FLEET_DIMENSIONS}") for _ in range(2)]
+    try:
+        for s in servers:
+            s.start(wait=False)
+        for s in servers:
+            s.wait_ready()
+        yield servers
+    finally:
+        for s in servers:
+            s.stop()
+
+
+@pytest.fixture(scope="session")
+def pgvector_db():
+    """A throw-away PostgreSQL with pgvector (``.url``, ``.execute``), for the whole session."""
+    from pgvector_support import start_pgvector
+
+    pg = start_pgvector()
+    try:
+        yield pg
+    finally:
+        pg.stop()

@@ -1,0 +1,10 @@
+"""Engine-neutral batch embedding and block-wise sinks (the public module is :mod:`densewire.batch`)."""
+
+from ._embedder import BatchEmbedder
+from ._engine import worker_cpus
+from ._errors import BatchError
+from ._essink import EsBulkSink
+from ._fleet import Fleet, Replica
+from ._pgsink import PgvectorSink
+
+__all__ = ["BatchEmbedder", "BatchError", "EsBulkSink", "Fleet", "PgvectorSink", "Replica", "worker_cpus"]

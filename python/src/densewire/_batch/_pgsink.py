@@ -1,0 +1,202 @@
+"""``PgvectorSink``: one block, one transaction, each row exactly once by its id.
+
+A block's rows go by binary COPY (:func:`densewire.pgvector.copy_vectors`, one COPY per chunk of the
+vector column, its values buffer encoded as it is) into a temporary table made for the transaction,
+then ``INSERT INTO target SELECT ... FROM stage ON CONFLICT (id) DO NOTHING``, then COMMIT. A task
+that dies before the COMMIT leaves nothing; a block written again (an engine retrying a task whose
+COMMIT went through but whose answer was lost, or a job run twice) inserts none of the rows already
+there. ``write`` returns the rows newly inserted.
+
+Before anything is written the target is checked: the table and both columns exist, the id column
+carries a unique constraint or primary key of its own (without one ON CONFLICT cannot tell a row
+was there), and the vector column's dimension (``vector(d)``, ``halfvec(d)``, ``bit(d)``) is the
+vectors'.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .._client._retry import RetryPolicy
+from .._optional import require
+from .._pgcopy import VECTOR_TYPES
+from .._pgvector import copy_vectors, quote_ident, quote_table
+from .._tensor import Tensor
+from ._columns import ids_of, vector_chunks
+from ._errors import BatchError
+
+__all__ = ["PgvectorSink", "TargetColumns"]
+
+_ID_TYPES = {"int8": "int8", "int4": "int4", "text": "text", "varchar": "text", "bpchar": "text",
+             "uuid": "uuid"}
+
+
+class TargetColumns:
+    """What the catalog says of the target: the types of both columns and the vector dimension."""
+
+    def __init__(self, id_type: str, pg_type: str, dimensions: int | None) -> None:
+        self.id_type, self.pg_type, self.dimensions = id_type, pg_type, dimensions
+
+
+def _psycopg() -> Any:
+    return require("psycopg", extra="serve", feature="writing to pgvector")
+
+
+class PgvectorSink:
+    """Write blocks of an Arrow table (its ``id_column`` and ``column``, vectors as a fixed-size list)
+    into ``table`` of the database at ``conninfo``. One connection per sink, opened on first use
+    (a sink is pickled to workers without it)."""
+
+    def __init__(self, conninfo: str, *, table: str, column: str, id_column: str, retries: int = 2) -> None:
+        self.conninfo, self.table, self.column, self.id_column = conninfo, table, column, id_column
+        self.retries = retries
+        self._conn: Any = None
+        self._target: TargetColumns | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"conninfo": self.conninfo, "table": self.table, "column": self.column, "id_column": self.id_column,
+                "retries": self.retries}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["conninfo"], table=state["table"], column=state["column"], id_column=state["id_column"],
+                      retries=state.get("retries", 2))
+
+    def __enter__(self) -> "PgvectorSink":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _connection(self) -> Any:
+        if self._conn is None or self._conn.closed:
+            self._conn = None
+            self._conn = _psycopg().connect(self.conninfo)
+            self._target = None
+        return self._conn
+
+    def _retrying(self, what: Any, block: str | None) -> Any:
+        """``what()``, again on a new connection after a connection error (refused, lost: psycopg's
+        OperationalError), up to ``retries`` times with the client's backoff; then a BatchError naming
+        the block and the last error."""
+        operational = _psycopg().OperationalError
+        policy = RetryPolicy(self.retries)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return what()
+            except operational as exc:
+                self.close()
+                if attempt > policy.max_retries:
+                    raise BatchError(f"no connection to the database after {attempt} attempts: "
+                                     f"{str(exc).strip()}", category="unavailable", block=block) from exc
+            time.sleep(policy.delay(attempt - 1))
+
+    def target(self, block: str | None = None) -> TargetColumns:
+        """The checked types of the target's columns (read once per connection)."""
+        def read() -> TargetColumns:
+            conn = self._connection()
+            if self._target is None:
+                try:
+                    self._target = _read_target(conn, self.table, self.column, self.id_column, block)
+                finally:
+                    if not conn.closed:
+                        conn.rollback()
+            return self._target
+
+        return self._retrying(read, block)
+
+    def write(self, data: pa.Table | pa.RecordBatch, *, block: str) -> int:
+        """Insert the rows of ``data`` whose ids are not in the table yet, in one transaction; the number
+        inserted. A :class:`BatchError` names the block and what was wrong, raised before anything is
+        written when the data or the target is at fault."""
+        ids = ids_of(data, self.id_column, block=block)
+        pieces = vector_chunks(data, self.column, id_column=self.id_column, block=block)
+        target = self.target(block)
+        d = next((a.shape[1] for _r, a in pieces if len(a)), None)
+        if d is not None:
+            width = d * 8 if target.pg_type == "bit" else d
+            if target.dimensions is not None and width != target.dimensions:
+                raise BatchError(f"vectors of {width} dimensions for {self.table}.{self.column}, a "
+                                 f"{target.pg_type}({target.dimensions})", category="shape_mismatch",
+                                 column=self.column, block=block)
+        if len(ids) == 0:
+            return 0
+        return self._retrying(lambda: self._insert(ids, pieces, target, block), block)
+
+    def _insert(self, ids: Any, pieces: list[tuple[int, np.ndarray]], target: TargetColumns, block: str) -> int:
+        """One transaction: COPY into a temporary table, INSERT ... ON CONFLICT DO NOTHING; rows inserted."""
+        conn = self._connection()
+        operational = _psycopg().OperationalError
+        stage = quote_ident(f"densewire_stage_{uuid.uuid4().hex[:12]}")
+        cols = f"{quote_ident(self.id_column)}, {quote_ident(self.column)}"
+        try:
+            with conn.transaction():
+                conn.execute(f"CREATE TEMPORARY TABLE {stage} ON COMMIT DROP AS SELECT {cols} FROM "
+                             f"{quote_table(self.table)} WITH NO DATA")
+                for row0, a in pieces:
+                    if len(a):
+                        copy_vectors(conn, stage, (self.id_column, self.column), _tensor(a, target),
+                                     ids[row0:row0 + len(a)], pg_type=target.pg_type, id_type=target.id_type,
+                                     progress=False)
+                cur = conn.execute(f"INSERT INTO {quote_table(self.table)} ({cols}) SELECT {cols} FROM {stage} "
+                                   f"ON CONFLICT ({quote_ident(self.id_column)}) DO NOTHING")
+                inserted = cur.rowcount
+        except BatchError as exc:
+            raise exc.in_block(block)
+        except operational:
+            raise  # the connection: retried by _retrying
+        except Exception as exc:
+            if getattr(exc, "field", None) is not None and hasattr(exc, "category"):  # a densewire error of a row
+                raise BatchError(str(exc), category=exc.category, column=self.column, block=block) from exc
+            raise BatchError(f"writing into {self.table} failed: {type(exc).__name__}: {exc}",
+                             category="internal_error", block=block) from exc
+        return inserted
+
+
+def _tensor(a: np.ndarray, target: TargetColumns) -> Any:
+    if target.pg_type == "bit":
+        return Tensor.from_array(a.astype(np.uint8, copy=False), "binary", a.shape[1] * 8)
+    return a
+
+
+def _read_target(conn: Any, table: str, column: str, id_column: str, block: str | None) -> TargetColumns:
+    with conn.cursor() as cur:
+        cur.execute("SELECT to_regclass(%s)::oid", (quote_table(table),))
+        row = cur.fetchone()
+        if row is None or row[0] is None:
+            raise BatchError(f"no table {table} in the database", column=None, block=block)
+        oid = row[0]
+        cur.execute("SELECT a.attname, a.attnum, a.atttypmod, t.typname FROM pg_attribute a JOIN pg_type t ON "
+                    "t.oid = a.atttypid WHERE a.attrelid = %s AND a.attname = ANY(%s) AND a.attnum > 0 AND NOT "
+                    "a.attisdropped", (oid, [column, id_column]))
+        found = {name: (attnum, typmod, typ) for name, attnum, typmod, typ in cur.fetchall()}
+        for name in (id_column, column):
+            if name not in found:
+                raise BatchError(f"table {table} has no column {name!r}", column=name, block=block)
+        id_num, _m, id_typ = found[id_column]
+        if id_typ not in _ID_TYPES:
+            raise BatchError(f"{table}.{id_column} is of type {id_typ}; ids are bigint, integer, text or uuid",
+                             column=id_column, block=block)
+        _n, typmod, vtyp = found[column]
+        vtyp = "bit" if vtyp == "varbit" else vtyp
+        if vtyp not in VECTOR_TYPES or vtyp == "sparsevec":
+            raise BatchError(f"{table}.{column} is of type {vtyp}, not vector, halfvec or bit", column=column,
+                             block=block)
+        cur.execute("SELECT 1 FROM pg_index WHERE indrelid = %s AND indisunique AND indnkeyatts = 1 AND "
+                    "indkey[0] = %s AND indpred IS NULL AND indexprs IS NULL", (oid, id_num))
+        if cur.fetchone() is None:
+            raise BatchError(f"{table}.{id_column} has no unique constraint or primary key of its own: without one, "
+                             f"a block written again would insert its rows twice (ALTER TABLE {table} ADD PRIMARY KEY "
+                             f"({id_column}))", column=id_column, block=block)
+    return TargetColumns(_ID_TYPES[id_typ], vtyp, typmod if typmod > 0 else None)
