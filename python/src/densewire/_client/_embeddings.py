@@ -14,6 +14,7 @@ MiniLM vectors keep 91.7 to 92.9 % of their size under gzip, zstd or brotli at a
 from __future__ import annotations
 
 import asyncio
+import weakref
 from urllib.parse import quote
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,7 +29,7 @@ from .._formats import MEDIA_TYPES, decode, format_for_media_type
 from .._quantize import QUANTIZED_DTYPES, Quantization
 from .._tensor import Embeddings
 from ._errors import APIError
-from ._loop import LoopThread
+from ._loop import LoopThread, close_on_loop
 from ._retry import RetryPolicy
 from ._transport import Response, Transport, raise_for_status
 
@@ -213,6 +214,8 @@ class Client:
                                   backoff_base=backoff_base, backoff_cap=backoff_cap, max_connections=max_connections)
         self.base_url, self.model = self._async.base_url, model
         self._loop = LoopThread("densewire-client")
+        # closed when collected, or at exit, if its user never calls close(): no open session is left
+        self._finalizer = weakref.finalize(self, close_on_loop, self._loop, self._async)
 
     def __enter__(self) -> "Client":
         return self
@@ -221,7 +224,7 @@ class Client:
         self.close()
 
     def close(self) -> None:
-        self._loop.close(self._async.aclose())
+        self._finalizer()
 
     def create(self, texts, *, model: str | None = None, dimensions: int | None = None,
                dtype: str = "float32") -> Embeddings:
