@@ -93,9 +93,10 @@ class AsyncClient:
     (SPEC.md 17, 4x fewer bytes than float32); ``embed(..., dequantize=True)`` turns them back into
     float32 with the ranges of :meth:`quantization`, fetched once per id and kept.
 
-    ``max_retries`` (default 2) retries 429, 503 and connection errors before an answer, waiting
-    ``backoff_base * 2**k`` seconds at most (full jitter, capped at ``backoff_cap``) and at least
-    the server's ``Retry-After``. Errors raise :class:`APIError` subclasses
+    ``max_retries`` (default 2) retries 429, 503 and connection errors before an answer (SPEC.md
+    section 18), waiting the server's ``Retry-After`` plus a full-jitter backoff of at most
+    ``backoff_base * 2**k`` seconds (capped at ``backoff_cap``); a ``Retry-After`` over 60 s is not
+    waited for (the error carries it). ``RetryPolicy.wait`` is the rule, ``RetryPolicy.random`` its draws. Errors raise :class:`APIError` subclasses
     (:class:`RateLimitError` for 429) or :class:`APIConnectionError`. ``http_client`` may be an
     ``aiohttp.ClientSession`` of your own (proxies, TLS), made with ``auto_decompress=False``; it is
     not closed by :meth:`aclose`."""
