@@ -189,25 +189,47 @@ def test_embed_many_keeps_to_its_concurrency(mode: str) -> None:
     assert s.most_in_flight == 3  # 12 slow batches, 3 at a time: never more, and the bound was reached
 
 
-def test_backoff_is_full_jitter_under_the_cap_and_at_least_retry_after() -> None:
-    policy = RetryPolicy(max_retries=8, backoff_base=0.5, backoff_cap=8.0)
-    for retry in range(8):
-        bound = min(8.0, 0.5 * 2 ** retry)
-        delays = [policy.delay(retry) for _ in range(200)]
-        assert all(0.0 <= x <= bound for x in delays)
-        assert max(delays) > bound / 2  # spread over the range, not a fixed step
-    assert all(policy.delay(0, retry_after=3.0) >= 3.0 for _ in range(50))
-    assert policy.delay(0, retry_after=3600.0) <= 60.0  # a server asking for an hour is capped
+def test_backoff_is_full_jitter_under_the_cap_on_top_of_retry_after() -> None:
+    policy = RetryPolicy(max_retries=9, backoff_base=0.5, backoff_cap=8.0)
+    for retry in range(1, 10):
+        bound = min(8.0, 0.5 * 2 ** (retry - 1))
+        waits = [policy.wait(retry) for _ in range(200)]
+        assert all(0.0 <= x < bound for x in waits)
+        assert max(waits) > bound / 2  # spread over the range, not a fixed step
+    on_top = [policy.wait(1, status=429, retry_after="3") for _ in range(200)]
+    assert all(3.0 <= x < 3.5 for x in on_top) and len(set(on_top)) > 100  # never max(jitter, Retry-After)
+    assert policy.wait(1, status=429, retry_after="3600") is None  # a server asking for an hour: give up
+    assert policy.wait(1, status=500) is None and policy.wait(10) is None
     with pytest.raises(ValueError, match="max_retries"):
         RetryPolicy(max_retries=-1)
 
 
+def test_seeded_draws_give_a_reproducible_schedule() -> None:
+    import random
+
+    a = RetryPolicy(random=random.Random(7).random)
+    b = RetryPolicy(random=random.Random(7).random)
+    assert [a.wait(1, status=503, retry_after="1"), a.wait(2)] == [b.wait(1, status=503, retry_after="1"), b.wait(2)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_retry_after_over_a_minute_is_not_waited_for(mode: str) -> None:
+    with FaultServer([(429, {"Retry-After": "61"})] * 3) as s:
+        t0 = time.monotonic()
+        with pytest.raises(densewire.RateLimitError) as info:
+            embed(s.url, mode)
+        took = time.monotonic() - t0
+    assert s.attempts == 1 and info.value.attempts == 1 and info.value.retry_after == 61.0
+    assert took < 30  # it gave up at once instead of waiting the minute (a loose bound, not a timing)
+
+
 def test_retry_after_as_seconds_or_an_http_date() -> None:
     now = time.time()
-    assert parse_retry_after("7") == 7.0
+    assert parse_retry_after("7") == 7.0 and parse_retry_after(" 007\t") == 7.0
     assert parse_retry_after(formatdate(now + 30, usegmt=True), now=now) == pytest.approx(30, abs=1)
     assert parse_retry_after(formatdate(now - 30, usegmt=True), now=now) == 0.0
-    assert parse_retry_after("soon") is None and parse_retry_after(None) is None and parse_retry_after("-3") is None
+    for bad in ("soon", None, "-3", "1.5", "+3", "", "3 s"):
+        assert parse_retry_after(bad) is None, bad
 
 
 # --- against the real server at its admission limit -----------------------------------------------
@@ -259,3 +281,68 @@ def test_without_retries_an_overloaded_server_raises_the_rate_limit_error(overlo
     assert not others, others[:3]
     assert limited, "16 concurrent requests against --max-concurrent-requests 1 all got through"
     assert all(e.status_code == 429 and e.attempts == 1 for e in limited)
+
+
+# --- twelve clients against one slot, with the default schedule (issue 27 item 4) --------------------
+
+@pytest.fixture(scope="module")
+def builtin_overload_url():
+    """A server running the built-in model with one slot: DENSEWIRE_OVERLOAD_URL (scripts/test.sh
+    starts it), else one of our own with the same flags."""
+    url = os.environ.get("DENSEWIRE_OVERLOAD_URL")
+    if url:
+        yield url
+        return
+    from server_support import ServerProcess
+
+    with ServerProcess("--max-concurrent-requests", "1", "--cache-bytes", "0", "--blas-threads", "1") as server:
+        yield server.url
+
+
+def _rejections(url: str) -> float:
+    import httpx
+    from server_support import metric_value, parse_metrics
+
+    text = httpx.get(f"{url}/metrics", timeout=30).text
+    return metric_value(parse_metrics(text), "densewire_admission_rejections_total", reason="full")
+
+
+def test_twelve_clients_against_one_slot_all_get_through_with_the_default_two_retries(
+        builtin_overload_url: str) -> None:
+    """Twelve threads each run ``densewire.Client(url).embed(...)`` (the default 2 retries) at once
+    against ``--max-concurrent-requests 1``: every call succeeds, because the server tells the ones it
+    turns away to come back one after another (SPEC.md 18.3) and the clients add their jitter on top
+    (18.2). With the schedule this replaced (``max(jitter, Retry-After)`` and a Retry-After of one
+    mean duration) 8 of 12 failed with 429. A request is 16 texts of the built-in model (about half a
+    second on two busy cores), so the twelve overlap and eleven are turned away at first."""
+    url = builtin_overload_url
+    run = time.time_ns()
+
+    def texts(tag: str) -> list[str]:  # fresh texts each run: no cache on the way
+        return [f"{tag} {run} text {j}: a sentence of a dozen words about retrying an overloaded server"
+                for j in range(16)]
+
+    with densewire.Client(url) as warm:  # the model warm, and the server's estimate of such a request
+        for k in range(3):
+            assert warm.embed(texts(f"warm {k}")).shape == (16, 384)
+    before = _rejections(url)
+    start = threading.Barrier(12)
+    results: list = [None] * 12
+
+    def one(i: int) -> None:
+        start.wait()
+        try:
+            results[i] = densewire.Client(url).embed(texts(f"client {i}"))
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            results[i] = exc
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    failed = [(i, r) for i, r in enumerate(results) if isinstance(r, BaseException)]
+    assert not failed, f"{len(failed)} of 12 calls failed: {failed[:3]}"
+    assert all(r.shape == (16, 384) for r in results)
+    turned_away = _rejections(url) - before
+    assert turned_away >= 1, "no request was turned away: the twelve did not overlap, nothing was tested"

@@ -66,6 +66,29 @@ def test_server_examples_run_against_a_real_server(tmp_path, monkeypatch) -> Non
                 assert scope["array"].shape == (10_000, 384)
 
 
+def test_server_examples_print_nothing_but_their_output() -> None:
+    """Each server block run as a user runs it (a fresh interpreter, clients not closed): nothing on stderr
+    (no "Unclosed client session", no warning) and exit code 0. A block with densewire's client runs with
+    ResourceWarning shown too (an unclosed socket of ours would print); the other servers' clients
+    (cohere, ollama, huggingface_hub leave sockets to the collector) with Python's default filters."""
+    from server_support import ServerProcess
+
+    with ServerProcess("--model", "hash:384", "--served-model-name", "sentence-transformers/all-MiniLM-L6-v2") as server:
+        for block in SERVER_BLOCKS:
+            code = block.replace("http://127.0.0.1:8000", server.url)
+            flags = ["-W", "default::ResourceWarning"] if "import densewire" in block else []
+            run = subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True, timeout=300)
+            assert run.returncode == 0 and run.stderr == "", f"exit {run.returncode}, stderr:\n{run.stderr}"
+            assert run.stdout == ""  # the blocks print nothing themselves
+
+
+@pytest.mark.parametrize("index", range(len(BLOCKS)))
+def test_python_example_prints_nothing_on_stderr(index: int) -> None:
+    run = subprocess.run([sys.executable, "-W", "default::ResourceWarning", "-c", BLOCKS[index]], capture_output=True,
+                         text=True, timeout=300, cwd=REPO)
+    assert run.returncode == 0 and run.stderr == "", f"exit {run.returncode}, stderr:\n{run.stderr}"
+
+
 SH_BLOCKS = re.findall(r"```sh\n(.*?)```", README.split("## Quick start", 1)[1].split("```sh", 1)[1].split("```", 1)[1], re.S)
 
 

@@ -14,6 +14,7 @@ MiniLM vectors keep 91.7 to 92.9 % of their size under gzip, zstd or brotli at a
 from __future__ import annotations
 
 import asyncio
+import weakref
 from urllib.parse import quote
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,7 +29,7 @@ from .._formats import MEDIA_TYPES, decode, format_for_media_type
 from .._quantize import QUANTIZED_DTYPES, Quantization
 from .._tensor import Embeddings
 from ._errors import APIError
-from ._loop import LoopThread
+from ._loop import LoopThread, close_on_loop
 from ._retry import RetryPolicy
 from ._transport import Response, Transport, raise_for_status
 
@@ -92,9 +93,10 @@ class AsyncClient:
     (SPEC.md 17, 4x fewer bytes than float32); ``embed(..., dequantize=True)`` turns them back into
     float32 with the ranges of :meth:`quantization`, fetched once per id and kept.
 
-    ``max_retries`` (default 2) retries 429, 503 and connection errors before an answer, waiting
-    ``backoff_base * 2**k`` seconds at most (full jitter, capped at ``backoff_cap``) and at least
-    the server's ``Retry-After``. Errors raise :class:`APIError` subclasses
+    ``max_retries`` (default 2) retries 429, 503 and connection errors before an answer (SPEC.md
+    section 18), waiting the server's ``Retry-After`` plus a full-jitter backoff of at most
+    ``backoff_base * 2**k`` seconds (capped at ``backoff_cap``); a ``Retry-After`` over 60 s is not
+    waited for (the error carries it). ``RetryPolicy.wait`` is the rule, ``RetryPolicy.random`` its draws. Errors raise :class:`APIError` subclasses
     (:class:`RateLimitError` for 429) or :class:`APIConnectionError`. ``http_client`` may be an
     ``aiohttp.ClientSession`` of your own (proxies, TLS), made with ``auto_decompress=False``; it is
     not closed by :meth:`aclose`."""
@@ -213,6 +215,8 @@ class Client:
                                   backoff_base=backoff_base, backoff_cap=backoff_cap, max_connections=max_connections)
         self.base_url, self.model = self._async.base_url, model
         self._loop = LoopThread("densewire-client")
+        # closed when collected, or at exit, if its user never calls close(): no open session is left
+        self._finalizer = weakref.finalize(self, close_on_loop, self._loop, self._async)
 
     def __enter__(self) -> "Client":
         return self
@@ -221,7 +225,7 @@ class Client:
         self.close()
 
     def close(self) -> None:
-        self._loop.close(self._async.aclose())
+        self._finalizer()
 
     def create(self, texts, *, model: str | None = None, dimensions: int | None = None,
                dtype: str = "float32") -> Embeddings:

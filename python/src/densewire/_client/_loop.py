@@ -8,7 +8,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["LoopThread"]
+__all__ = ["LoopThread", "close_on_loop"]
 
 T = TypeVar("T")
 
@@ -49,6 +49,12 @@ class LoopThread:
             if last is not None:
                 last.close()
             return
+        if threading.current_thread() is thread:  # collected on the loop itself: cannot wait for it
+            if last is not None:
+                loop.create_task(last).add_done_callback(lambda _t: loop.stop())
+            else:
+                loop.stop()
+            return
         try:
             if last is not None:
                 asyncio.run_coroutine_threadsafe(last, loop).result()
@@ -56,3 +62,9 @@ class LoopThread:
             loop.call_soon_threadsafe(loop.stop)
             thread.join()
             loop.close()
+
+
+def close_on_loop(loop: LoopThread, client: Any) -> None:
+    """Close an async client on its loop thread, then stop the thread (a sync client's ``close()``,
+    also run by its ``weakref.finalize`` when it is collected or at exit)."""
+    loop.close(client.aclose())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -23,7 +24,7 @@ from .._tables import TABLE_FORMATS, TABLE_MEDIA_TYPES, Table, decode_table, tab
 from ._compression import available_codings
 from ._embeddings import auth_headers, base_url_of
 from ._errors import APIError
-from ._loop import LoopThread
+from ._loop import LoopThread, close_on_loop
 from ._retry import RetryPolicy
 from ._transport import Response, Transport, raise_for_status
 
@@ -175,6 +176,8 @@ class TablesClient:
                                         concurrency=concurrency, max_body=max_body)
         self.base_url = self._async.base_url
         self._loop = LoopThread("densewire-tables-client")
+        # closed when collected, or at exit, if its user never calls close(): no open session is left
+        self._finalizer = weakref.finalize(self, close_on_loop, self._loop, self._async)
 
     def __enter__(self) -> "TablesClient":
         return self
@@ -183,7 +186,7 @@ class TablesClient:
         self.close()
 
     def close(self) -> None:
-        self._loop.close(self._async.aclose())
+        self._finalizer()
 
     def list_tables(self) -> list[TableInfo]:
         """``GET /v1/tables``: the tables the server has."""

@@ -72,22 +72,42 @@ class Transport:
         self._max_connections = max_connections
         self._session = session
         self._own_session = session is None
+        self._closer: Any = None
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0),
                 timeout=self._timeout, auto_decompress=False, skip_auto_headers=("User-Agent",))
+            self._closer = self._close_at_loop_end(self._session)
+            try:  # run it to its yield: the loop's firstiter hook now knows it
+                self._closer.__anext__().send(None)
+            except StopIteration:
+                pass
         return self._session
 
+    async def _close_at_loop_end(self, session: aiohttp.ClientSession):
+        """An async generator parked at its yield, so that the loop closes our session when it ends:
+        ``asyncio.run`` (and every loop runner) calls ``loop.shutdown_asyncgens()``, which closes it;
+        so does :meth:`close`. Without it a client not closed by its user leaves an open session,
+        and aiohttp's "Unclosed client session" warning, when its loop is gone."""
+        try:
+            yield
+        finally:
+            if self._session is session:
+                self._session = None
+            await session.close()
+
     async def close(self) -> None:
-        if self._session is not None and self._own_session:
-            await self._session.close()
-        self._session = None
+        closer, self._closer = self._closer, None
+        if closer is not None:  # our own session: its closer closes it
+            await closer.aclose()
+        if self._own_session:
+            self._session = None
 
     async def request(self, method: str, url: str, headers: dict[str, str], body: bytes | None = None) -> Response:
-        """Send with retries; returns the last answer (an error status included) with ``attempts``.
-        Raises :class:`APIConnectionError` when no answer came."""
+        """Send with retries (SPEC.md 18); returns the last answer (an error status included) with
+        ``attempts``. Raises :class:`APIConnectionError` when no answer came."""
         retry = self.retry
         attempt = 0
         while True:
@@ -95,18 +115,22 @@ class Transport:
             try:
                 response = await self._once(method, url, headers, body)
             except _Retryable as exc:
-                if attempt > retry.max_retries:
+                wait = retry.wait(attempt)
+                if wait is None:
                     raise APIConnectionError(f"{method} {url}: {exc.__cause__ or exc}", attempts=attempt) \
                         from exc.__cause__
-                await asyncio.sleep(retry.delay(attempt - 1))
+                await asyncio.sleep(wait)
                 continue
             except (APIConnectionError, APIError) as exc:  # not retried: say which attempt it was
                 exc.attempts = attempt
                 raise
             response.attempts = attempt
-            if response.status not in RETRY_STATUSES or attempt > retry.max_retries:
+            if response.status not in RETRY_STATUSES:
                 return response
-            await asyncio.sleep(retry.delay(attempt - 1, parse_retry_after(response.header("Retry-After"))))
+            wait = retry.wait(attempt, status=response.status, retry_after=response.header("Retry-After"))
+            if wait is None:
+                return response
+            await asyncio.sleep(wait)
 
     async def _once(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> Response:
         session = self._get_session()

@@ -2,7 +2,9 @@
 
 TEI's meaning: at most ``max_concurrent_requests`` embeddings requests are being processed or are
 waiting for the model at any time; one more is answered at once with 429, the OpenAI error envelope
-and ``Retry-After`` (the time the queue needs to drain, from the recent request durations). Nothing
+and ``Retry-After`` (SPEC.md 18.3): the clients turned away are spread over the time the queue needs
+to drain, each told to come back when the one told before it should be done, from the recent request
+durations, instead of all being told the same second. Nothing
 else goes through admission: tables, ``/health``, ``/ready`` and ``/metrics`` never wait behind
 embeddings traffic.
 
@@ -26,8 +28,13 @@ __all__ = ["Admission", "Ticket", "ClientGone", "ShuttingDown", "await_while_con
 
 T = TypeVar("T")
 
-#: Weight of the latest request in the running mean of request durations (for ``Retry-After``).
-_EWMA_WEIGHT = 0.2
+#: Weight of the latest request in the running mean of request durations (RFC 6298's 1/8).
+_MEAN_GAIN = 0.125
+#: How long after its ``Retry-After`` a client may come back: SPEC.md 18.2's jitter with the default
+#: base (at most 0.5 s on the first retry, 1 s on the second).
+_CLIENT_JITTER = 1.0
+#: The longest ``Retry-After`` a client waits for (SPEC.md 18.2); one told more does not come back.
+_CLIENT_MAX_RETRY_AFTER = 60
 
 
 class ClientGone(Exception):
@@ -65,24 +72,44 @@ class Admission:
         self.timeout = timeout
         self.active = 0
         self._metrics = metrics
-        self._mean_seconds = 0.0
+        self._mean = 0.0  # seconds of one request, smoothed (as RFC 6298's SRTT)
+        self._measured = False
+        self._next = 0.0  # monotonic time a slot is expected free for the next client turned away
         metrics.admission_limit.set(limit)
 
     @property
     def full(self) -> bool:
         return self.active >= self.limit
 
-    def retry_after(self) -> int:
-        """Whole seconds after which a slot is likely free: one mean request duration, at least 1."""
-        return max(1, math.ceil(self._mean_seconds))
+    def estimate(self) -> float:
+        """Seconds one request is expected to take: the smoothed mean of the requests completed.
+        (Adding their deviation, as RFC 6298 does for a timeout, was tried: it lengthens the queue of
+        promises past the clients' 60 s under load more often than it saves a client a retry.)"""
+        return self._mean
+
+    def retry_after(self, now: float | None = None) -> int:
+        """Whole seconds (at least 1) a client turned away now should wait, and a place kept for it:
+        the first time a slot is expected free after the clients already told to come back, each of
+        which may come back up to a second late (its jitter) and keeps a slot for one request's time
+        (SPEC.md 18.3)."""
+        now = time.monotonic() if now is None else now
+        share = self.estimate() / self.limit
+        wait = max(1, math.ceil(max(self._next, now + share) - now))
+        if wait <= _CLIENT_MAX_RETRY_AFTER:  # a client told more gives up (SPEC.md 18.2): no place kept
+            self._next = now + wait + (_CLIENT_JITTER + self.estimate()) / self.limit
+        return wait
 
     def admit(self) -> Ticket:
-        """A ticket, or ``RateLimitedError`` (429) when ``limit`` requests are already admitted."""
+        """A ticket, or ``RateLimitedError`` (429, with its ``retry_after`` in whole seconds) when
+        ``limit`` requests are already admitted."""
         if self.active >= self.limit:
             self._metrics.admission_rejections.labels("full").inc()
-            raise RateLimitedError(
+            wait = self.retry_after()
+            error = RateLimitedError(
                 f"the server is at its limit of {self.limit} concurrent embeddings requests "
-                f"(--max-concurrent-requests); retry after {self.retry_after()} s")
+                f"(--max-concurrent-requests); retry after {wait} s")
+            error.retry_after = wait
+            raise error
         self.active += 1
         self._metrics.admission_active.set(self.active)
         return Ticket(self, time.monotonic(), self.timeout)
@@ -92,7 +119,10 @@ class Admission:
         self._metrics.admission_active.set(self.active)
         if completed:
             took = time.monotonic() - ticket.admitted_at
-            self._mean_seconds += _EWMA_WEIGHT * (took - self._mean_seconds)
+            if not self._measured:  # the first measurement is the mean (RFC 6298 2.2)
+                self._mean, self._measured = took, True
+            else:
+                self._mean += _MEAN_GAIN * (took - self._mean)
 
     def timed_out(self) -> UnavailableError:
         self._metrics.admission_rejections.labels("timeout").inc()

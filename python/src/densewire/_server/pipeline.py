@@ -213,8 +213,8 @@ def _report_truncated(m: Metrics, route: str, cut: list[int], response: Response
 
 def _error_headers(st: Any, err: DensewireError) -> dict[str, str]:
     """``Retry-After`` on a 429; ``Connection: close`` on the 503 of a draining server."""
-    if isinstance(err, RateLimitedError):
-        return {"Retry-After": str(st.admission.retry_after())}
+    if isinstance(err, RateLimitedError):  # admission's 429 carries the seconds it promised the client
+        return {"Retry-After": str(getattr(err, "retry_after", None) or st.admission.retry_after())}
     if isinstance(err, UnavailableError) and st.lifecycle.draining:
         return {"Connection": "close", "Retry-After": "1"}
     return {}
