@@ -6,17 +6,22 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.densewire.DensewireException.Category;
 import dev.densewire.Embeddings;
 import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CyclicBarrier;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
  * Against a real overloaded server: scripts/test.sh starts {@code densewire serve --max-concurrent-requests 1} and
  * names it in {@code DENSEWIRE_OVERLOAD_URL}. 16 concurrent requests of 64 texts all succeed with 8 retries; with
- * none, at least one is answered 429.
+ * none, at least one is answered 429; twelve clients on twelve threads all succeed with the default 2 retries.
  */
 class LiveOverloadTest {
     private static URI server;
@@ -63,5 +68,76 @@ class LiveOverloadTest {
             assertTrue(r instanceof Embeddings || r instanceof DensewireApiException && ((DensewireApiException) r).status() == 429,
                     "only 200 and 429: " + r);
         }
+    }
+
+    /** {@code densewire_admission_rejections_total{reason="full"}} of the server's /metrics. */
+    private static double rejections() throws Exception {
+        HttpRequest.Builder rb = HttpRequest.newBuilder(server.resolve("/metrics")).timeout(Duration.ofSeconds(30));
+        String key = System.getenv("DENSEWIRE_API_KEY");
+        if (key != null && !key.isEmpty()) {
+            rb.header("Authorization", "Bearer " + key);
+        }
+        HttpResponse<String> r = HttpClient.newHttpClient().send(rb.build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), "/metrics");
+        String prefix = "densewire_admission_rejections_total{reason=\"full\"} ";
+        return r.body().lines().filter(l -> l.startsWith(prefix)).mapToDouble(l -> Double.parseDouble(l.substring(prefix.length())))
+                .findFirst().orElseThrow(() -> new AssertionError("no " + prefix + "in /metrics"));
+    }
+
+    /**
+     * Twelve threads each run {@code DensewireClient.builder(url).build().embed(...)} (the default 2 retries) at once
+     * against {@code --max-concurrent-requests 1}: every call succeeds, because the server tells the ones it turns
+     * away to come back one after another (SPEC.md 18.3) and the clients add their jitter on top (18.2). A request
+     * is 16 texts of the built-in model, fresh each run (no cache on the way), so the twelve overlap and most are
+     * turned away at first: at least one was (the server's counter), or nothing was tested.
+     */
+    @Test
+    void twelveClientsAgainstOneSlotAllGetThroughWithTheDefaultTwoRetries() throws Exception {
+        String run = Long.toString(System.nanoTime());
+        java.util.function.Function<String, List<String>> texts = tag -> {
+            List<String> t = new ArrayList<>();
+            for (int j = 0; j < 16; j++) {
+                t.add(tag + " " + run + " text " + j + ": a sentence of a dozen words about retrying an overloaded server");
+            }
+            return t;
+        };
+        String key = System.getenv("DENSEWIRE_API_KEY");
+        DensewireClient warm = DensewireClient.builder(server).apiKey(key).build();
+        for (int k = 0; k < 3; k++) { // the model warm, and the server's estimate of such a request
+            assertEquals(16, warm.embed(texts.apply("warm " + k)).tensor().rows());
+        }
+        double before = rejections();
+        CyclicBarrier start = new CyclicBarrier(12);
+        Object[] results = new Object[12];
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            int n = i;
+            threads.add(new Thread(() -> {
+                try {
+                    start.await();
+                    results[n] = DensewireClient.builder(server).apiKey(key).build().embed(texts.apply("client " + n));
+                } catch (Exception e) { // collected and asserted below
+                    results[n] = e;
+                }
+            }, "client-" + i));
+        }
+        threads.forEach(Thread::start);
+        for (Thread t : threads) {
+            t.join();
+        }
+        List<String> failed = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            if (!(results[i] instanceof Embeddings)) {
+                failed.add(i + ": " + results[i]);
+            }
+        }
+        assertTrue(failed.isEmpty(), failed.size() + " of 12 calls failed: " + failed);
+        for (Object r : results) {
+            Embeddings e = (Embeddings) r;
+            assertEquals(16, e.tensor().rows());
+            assertEquals(384, e.tensor().dims());
+        }
+        double turnedAway = rejections() - before;
+        assertTrue(turnedAway >= 1, "no request was turned away: the twelve did not overlap, nothing was tested");
     }
 }
