@@ -176,6 +176,7 @@ end
 # Against a real overloaded server: scripts/test.sh starts `densewire serve --max-concurrent-requests 1`
 # and sets DENSEWIRE_OVERLOAD_URL. 16 concurrent requests (a client each: one Client takes turns on
 # its connection) of 16 texts all succeed with 8 retries; without retries at least one is a 429.
+# Twelve clients on twelve threads all succeed with the default 2 retries.
 # 16 texts, not 64: the burst is 16 requests behind one admission slot, served one after another,
 # and in a clean-clone run on a loaded machine 64 texts (about 1 s a request) left one request
 # rate limited after its 9 attempts.
@@ -210,5 +211,56 @@ class RetryLiveOverloadTest < Minitest::Test
     errors = burst(0, "unretried #{run}").compact
     errors.each { |e| assert_kind_of Densewire::RateLimitedError, e, "without retries: #{e.class}: #{e.message}, want success or a 429" }
     refute_empty errors, "16 concurrent requests without retries: none was rate limited (429)"
+  end
+
+  # densewire_admission_rejections_total{reason="full"} of the server's /metrics (0 before the first).
+  def rejections
+    uri = URI("#{URL}/metrics")
+    request = Net::HTTP::Get.new(uri)
+    request["Authorization"] = "Bearer #{ENV["DENSEWIRE_API_KEY"]}" if ENV["DENSEWIRE_API_KEY"]
+    response = Net::HTTP.start(uri.host, uri.port, read_timeout: 30) { |http| http.request(request) }
+    assert_equal "200", response.code, "/metrics"
+    prefix = 'densewire_admission_rejections_total{reason="full"} '
+    line = response.body.lines.find { |l| l.start_with?(prefix) }
+    line ? Float(line.delete_prefix(prefix).strip) : 0.0 # no sample before the first rejection
+  end
+
+  # Twelve threads each run Densewire::Client.new(base_url: url).embed(...) (the default 2 retries)
+  # at once against --max-concurrent-requests 1: every call succeeds, because the server tells the
+  # ones it turns away to come back one after another (SPEC.md 18.3) and the clients add their
+  # jitter on top (18.2). A request is 16 texts of the built-in model, fresh each run (no cache on
+  # the way), so the twelve overlap and most are turned away at first: at least one was (the
+  # server's counter), or nothing was tested.
+  def test_twelve_clients_against_one_slot_all_get_through_with_the_default_two_retries
+    if URL.nil?
+      flunk "DENSEWIRE_OVERLOAD_URL is not set, and CI=true: scripts/test.sh must start the overloaded server" if ENV["CI"] == "true"
+      skip "DENSEWIRE_OVERLOAD_URL is not set (scripts/test.sh starts densewire serve --max-concurrent-requests 1 there)"
+    end
+    run = "#{Process.pid}-#{Time.now.to_f}"
+    texts = ->(tag) { Array.new(16) { |j| "#{tag} #{run} text #{j}: a sentence of a dozen words about retrying an overloaded server" } }
+    Densewire::Client.open(base_url: URL, api_key: ENV["DENSEWIRE_API_KEY"]) do |warm| # the model warm, and the server's estimate
+      3.times { |k| assert_equal 16, warm.embed(texts.call("warm #{k}"), packed: true).size }
+    end
+    before = rejections
+    gate = Queue.new
+    threads = Array.new(12) do |i|
+      Thread.new do
+        gate.pop
+        c = Densewire::Client.new(base_url: URL, api_key: ENV["DENSEWIRE_API_KEY"])
+        begin
+          c.embed(texts.call("client #{i}"))
+        ensure
+          c.close
+        end
+      rescue StandardError => e
+        e
+      end
+    end
+    12.times { gate << true }
+    results = threads.map(&:value)
+    failed = results.each_with_index.reject { |r, _| r.is_a?(Array) }
+    assert_empty failed, "#{failed.size} of 12 calls failed: #{failed.first(3).map { |r, i| "#{i}: #{r.inspect}" }}"
+    results.each { |rows| assert_equal [16, [384]], [rows.size, rows.map(&:size).uniq] }
+    assert_operator rejections - before, :>=, 1, "no request was turned away: the twelve did not overlap, nothing was tested"
   end
 end
