@@ -71,6 +71,8 @@ pub struct ReadmeDoctests;
 pub use crate::base64::{decode_base64, encode_base64, encode_base64_into, tensor_from_base64, tensor_to_base64};
 #[cfg(feature = "reqwest")]
 pub use crate::client_tables::{TableFetch, TableInfo, TableOptions, TablesClient};
+#[cfg(feature = "reqwest")]
+pub use crate::retry::{MAX_RETRY_AFTER, RetryPolicy, parse_retry_after};
 pub use crate::codec::Encoded;
 pub use crate::compression::{COMPRESSION_THRESHOLD, ContentEncoding, negotiate_encoding};
 #[cfg(feature = "compression")]

@@ -70,7 +70,7 @@ class LiveOverloadTest {
         }
     }
 
-    /** {@code densewire_admission_rejections_total{reason="full"}} of the server's /metrics. */
+    /** {@code densewire_admission_rejections_total{reason="full"}} of the server's /metrics (0 before the first). */
     private static double rejections() throws Exception {
         HttpRequest.Builder rb = HttpRequest.newBuilder(server.resolve("/metrics")).timeout(Duration.ofSeconds(30));
         String key = System.getenv("DENSEWIRE_API_KEY");
@@ -81,7 +81,7 @@ class LiveOverloadTest {
         assertEquals(200, r.statusCode(), "/metrics");
         String prefix = "densewire_admission_rejections_total{reason=\"full\"} ";
         return r.body().lines().filter(l -> l.startsWith(prefix)).mapToDouble(l -> Double.parseDouble(l.substring(prefix.length())))
-                .findFirst().orElseThrow(() -> new AssertionError("no " + prefix + "in /metrics"));
+                .findFirst().orElse(0); // no sample before the first rejection
     }
 
     /**
