@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Category is an error category of SPEC.md section 11. A Category is itself an error value, so that
@@ -97,6 +98,9 @@ type Error struct {
 	Status   int      // the HTTP status when the error is a server's answer; 0 otherwise
 	Err      error    // the underlying cause, if any
 	Attempts int      // how many times a Client sent the request (retries included); 0 for no request
+	// RetryAfter is the Retry-After of a 429 or 503 answer (0 if none): a Client gives up at once on
+	// one over MaxRetryAfter (SPEC.md 18.2), and this says when to come back.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

@@ -18,7 +18,7 @@ import (
 
 // The golden vectors of SPEC.md section 13: ONE data-driven test over testdata/golden/{tensors,
 // conversions,invalid,interop,tables,pgcopy,quantization}.json, one subtest per case id (tables:
-// table_golden_test.go; pgcopy: pgcopy_test.go; quantization: quantize_golden_test.go). Every case Go claims (capabilities.json,
+// table_golden_test.go; pgcopy: pgcopy_test.go; quantization: quantize_golden_test.go; retry: retry_golden_test.go). Every case Go claims (capabilities.json,
 // capabilities_test.go) runs: a format or direction this library did not handle would fail here;
 // the cases of unclaimed features are logged, not run.
 
@@ -75,6 +75,20 @@ type goldenCase struct {
 	CohereBinary []string `json:"cohere_binary"`
 	Dimensions   int      `json:"dimensions"`
 	Quantization string   `json:"quantization"`
+	// the retry schedule (SPEC.md section 18; retry_golden_test.go)
+	Status            int     `json:"status"`
+	Retry             int     `json:"retry"`
+	RetryAfter        *string `json:"retry_after"`
+	Now               float64 `json:"now"`
+	Draw              string  `json:"draw"`
+	DrawBits          string  `json:"draw_bits"`
+	MaxRetries        int     `json:"max_retries"`
+	BaseBits          string  `json:"base_bits"`
+	CapBits           string  `json:"cap_bits"`
+	Wait              string  `json:"wait"`
+	WaitBits          string  `json:"wait_bits"`
+	GiveUp            string  `json:"give_up"`
+	RetryAfterSeconds string  `json:"retry_after_seconds"`
 
 	file string
 }
@@ -103,7 +117,7 @@ func goldenDir(tb testing.TB) string {
 // it equal to SPEC.md's.
 const implementedSpecVersion = "1.3"
 
-var goldenFiles = []string{"tensors", "conversions", "invalid", "interop", "tables", "pgcopy", "quantization"}
+var goldenFiles = []string{"tensors", "conversions", "invalid", "interop", "tables", "pgcopy", "quantization", "retry"}
 
 func loadGolden(tb testing.TB) []goldenCase {
 	tb.Helper()
@@ -173,6 +187,8 @@ func TestGolden(t *testing.T) {
 				} else {
 					checkTable(t, &c)
 				}
+			case "retry":
+				checkRetry(t, &c)
 			default:
 				t.Fatalf("no check for file %s", c.file)
 			}

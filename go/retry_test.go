@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -146,7 +149,7 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 
 // A cancelled context ends the backoff at once with ctx.Err(), however long the server asked to wait.
 func TestRetryCancelledDuringBackoff(t *testing.T) {
-	fs := &faultServer{faults: []string{"429"}, retryAfter: "3600", next: &fakeServer{}}
+	fs := &faultServer{faults: []string{"429"}, retryAfter: "30", next: &fakeServer{}} // under a minute: waited for
 	srv := httptest.NewServer(fs)
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -192,12 +195,14 @@ func TestParseRetryAfter(t *testing.T) {
 	}{
 		{"2", 2 * time.Second, true},
 		{" 0 ", 0, true},
-		{"1.5", 1500 * time.Millisecond, true},
-		{"86400", time.Minute, true}, // at most a minute
+		{"007", 7 * time.Second, true},
+		{"86400", 24 * time.Hour, true}, // not capped: a Client gives up on more than MaxRetryAfter
 		{"Wed, 25 Nov 2026 12:00:10 GMT", 10 * time.Second, true},
 		{"Wed, 25 Nov 2026 11:59:00 GMT", 0, true}, // a date in the past: now
 		{"", 0, false},
 		{"-1", 0, false},
+		{"1.5", 0, false}, // delay-seconds are digits only (SPEC.md 18.2)
+		{"+3", 0, false},
 		{"soon", 0, false},
 	} {
 		got, ok := densewire.ParseRetryAfter(tt.value, now)
@@ -224,8 +229,56 @@ func TestBackoffFullJitter(t *testing.T) {
 	}
 }
 
+// The jitter is added on top of Retry-After, never max(jitter, Retry-After); over a minute gives up.
+func TestRetryWaitJitterOnTopOfRetryAfter(t *testing.T) {
+	p := densewire.DefaultRetryPolicy
+	seen := map[float64]bool{}
+	for range 200 {
+		w, ok := p.Wait(1, 429, "3", time.Now())
+		if !ok || w < 3 || w >= 3.5 {
+			t.Fatalf("wait %v, %v: want [3, 3.5)", w, ok)
+		}
+		seen[w] = true
+	}
+	if len(seen) < 100 {
+		t.Fatalf("%d distinct waits of 200: not spread", len(seen))
+	}
+	for _, tt := range []struct{ n, status int }{{1, 500}, {1, 502}, {1, 400}, {3, 0}, {3, 429}} {
+		if _, ok := p.Wait(tt.n, tt.status, "", time.Now()); ok {
+			t.Errorf("retry %d after status %d: want to give up", tt.n, tt.status)
+		}
+	}
+	if _, ok := p.Wait(1, 503, "61", time.Now()); ok {
+		t.Error("Retry-After 61: want to give up")
+	}
+	seeded := func() densewire.RetryPolicy {
+		r := rand.New(rand.NewPCG(7, 7))
+		return densewire.RetryPolicy{MaxRetries: 2, Rand: r.Float64}
+	}
+	a, _ := seeded().Wait(1, 0, "", time.Now())
+	b, _ := seeded().Wait(1, 0, "", time.Now())
+	if a != b {
+		t.Fatalf("seeded Rand: %v != %v", a, b)
+	}
+}
+
+// A Retry-After over a minute is not waited for: the *Error comes at once, carrying it.
+func TestRetryGivesUpOnRetryAfterOverAMinute(t *testing.T) {
+	fs := &faultServer{faults: []string{"429", "429"}, retryAfter: "61", next: &fakeServer{}}
+	srv := httptest.NewServer(fs)
+	defer srv.Close()
+	_, _, err := (&densewire.Client{BaseURL: srv.URL}).Embed(context.Background(), &densewire.EmbeddingsRequest{Input: inputs(2)})
+	var e *densewire.Error
+	if !errors.As(err, &e) || !errors.Is(err, densewire.RateLimited) || e.Attempts != 1 || e.RetryAfter != 61*time.Second {
+		t.Fatalf("got %v (%#v)", err, err)
+	}
+	if fs.count.Load() != 1 {
+		t.Fatalf("%d requests, want 1", fs.count.Load())
+	}
+}
+
 // Against a real overloaded server: scripts/test.sh starts `densewire serve
-// --max-concurrent-requests 1` and sets DENSEWIRE_OVERLOAD_URL. 16 concurrent requests of 64 texts
+// --max-concurrent-requests 1` and sets DENSEWIRE_OVERLOAD_URL. 16 concurrent requests of 16 texts
 // all succeed with 8 retries; without retries at least one is a 429.
 func TestRetryLiveOverload(t *testing.T) {
 	base := os.Getenv("DENSEWIRE_OVERLOAD_URL")
@@ -242,13 +295,13 @@ func TestRetryLiveOverload(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range errs {
 			wg.Go(func() {
-				input := make([]string, 64)
+				input := make([]string, 16)
 				for j := range input {
 					input[j] = fmt.Sprintf("%s request %d text %d: %s", tag, i, j, "a sentence about retries")
 				}
 				<-start
 				tensor, _, err := c.Embed(context.Background(), &densewire.EmbeddingsRequest{Input: input})
-				if err == nil && tensor.N != 64 {
+				if err == nil && tensor.N != 16 {
 					err = fmt.Errorf("%d rows", tensor.N)
 				}
 				errs[i] = err
@@ -276,4 +329,85 @@ func TestRetryLiveOverload(t *testing.T) {
 		t.Fatal("16 concurrent requests without retries: none was rate limited (429)")
 	}
 	t.Logf("without retries: %d of 16 requests answered 429", limited)
+}
+
+// overloadURL is DENSEWIRE_OVERLOAD_URL; without it the test fails under CI and is skipped elsewhere.
+func overloadURL(t *testing.T) string {
+	base := os.Getenv("DENSEWIRE_OVERLOAD_URL")
+	if base == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("DENSEWIRE_OVERLOAD_URL is not set, and CI=true: scripts/test.sh must start the overloaded server")
+		}
+		t.Skip("DENSEWIRE_OVERLOAD_URL is not set (scripts/test.sh starts densewire serve --max-concurrent-requests 1 there)")
+	}
+	return base
+}
+
+func rejectedFull(t *testing.T, base string) float64 {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, `densewire_admission_rejections_total{reason="full"} `); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	return 0
+}
+
+// Twelve clients, each a new Client with the default policy (2 retries), send one request of 16
+// texts of the built-in model (about half a second on two busy cores) at once against
+// --max-concurrent-requests 1: every one succeeds, because the server tells those it turns away to
+// come back one after another (SPEC.md 18.3) and the clients add their jitter on top (18.2).
+func TestRetryTwelveClientsOneSlotDefaultPolicy(t *testing.T) {
+	base := overloadURL(t)
+	run := time.Now().UnixNano()
+	texts := func(tag string) []string {
+		out := make([]string, 16)
+		for j := range out {
+			out[j] = fmt.Sprintf("%s %d text %d: a sentence of a dozen words about retrying an overloaded server", tag, run, j)
+		}
+		return out
+	}
+	client := func() *densewire.Client {
+		return &densewire.Client{BaseURL: base, APIKey: os.Getenv("DENSEWIRE_API_KEY"), HTTPClient: &http.Client{Transport: &http.Transport{}}}
+	}
+	warm := client() // the model warm, and the server's estimate of such a request
+	for k := range 3 {
+		if _, _, err := warm.Embed(context.Background(), &densewire.EmbeddingsRequest{Input: texts(fmt.Sprint("warm ", k))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := rejectedFull(t, base)
+	errs := make([]error, 12)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() {
+			c := client()
+			<-start
+			tensor, _, err := c.Embed(context.Background(), &densewire.EmbeddingsRequest{Input: texts(fmt.Sprint("client ", i))})
+			if err == nil && (tensor.N != 16 || tensor.D != 384) {
+				err = fmt.Errorf("%d x %d", tensor.N, tensor.D)
+			}
+			errs[i] = err
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("client %d: %v", i, err)
+		}
+	}
+	if rejectedFull(t, base) <= before {
+		t.Fatal("no request was turned away: the twelve did not overlap, nothing was tested")
+	}
 }

@@ -45,6 +45,9 @@ def test_full_admission_is_429_with_retry_after_and_the_other_routes_still_answe
         r = _post(server.url, ["c1"])
         assert r.status_code == 429
         assert int(r.headers["retry-after"]) >= 1
+        # the header says the seconds the message says (the unit test below checks how they are spread)
+        again = _post(server.url, ["e"])
+        assert f"retry after {again.headers['retry-after']} s" in again.json()["error"]["message"]
         err = r.json()["error"]
         assert err["code"] == "rate_limited" and err["type"] == "invalid_request_error"
         assert "--max-concurrent-requests" in err["message"]
@@ -59,7 +62,7 @@ def test_full_admission_is_429_with_retry_after_and_the_other_routes_still_answe
         upstream.gate.set()
         assert first.result().status_code == 200 and second.result().status_code == 200
         assert httpx.get(server.url + "/ready").status_code == 200
-        assert _metric(server, "densewire_admission_rejections_total", reason="full") == 1
+        assert _metric(server, "densewire_admission_rejections_total", reason="full") == 2
         assert _metric(server, "densewire_admission_active") == 0
         assert _metric(server, "densewire_queue_wait_seconds_count") >= 2
         assert "c1" not in upstream.received
@@ -101,3 +104,27 @@ def test_a_request_past_its_deadline_leaves_the_queue_with_503(upstream) -> None
         assert _post(server.url, ["after"]).status_code == 200
         assert upstream.received == ["a1", "after"]
         assert _metric(server, "densewire_admission_rejections_total", reason="timeout") == 2
+
+
+def test_retry_after_spreads_the_clients_turned_away_over_the_drain_time() -> None:
+    """SPEC.md 18.3 with one slot and requests of 0.3 s: the clients turned away at one instant are
+    told 1, 3, 5, ... seconds (each may come back up to 1 s late and then takes 0.3 s); past 60 s a
+    client gives up, so no place is kept for it and the next is told the same."""
+    from densewire._server.admission import Admission
+    from densewire._server.metrics import Metrics
+
+    admission = Admission(1, 0, Metrics())
+    assert [admission.retry_after(now=50.0) for _ in range(3)] == [1, 2, 3]  # nothing measured yet: e = 0
+    admission = Admission(1, 0, Metrics())
+    ticket = admission.admit()
+    ticket.admitted_at -= 0.3
+    ticket.release(completed=True)
+    assert admission.estimate() == pytest.approx(0.3, abs=0.05)
+    admission._mean = 0.3  # exactly, for the arithmetic below
+    told = [admission.retry_after(now=100.0) for _ in range(32)]
+    assert told[:11] == [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21]
+    assert told[29:] == [59, 61, 61]  # 61 > 60: that client gives up; no place kept, the next is told 61 too
+    assert admission.retry_after(now=200.0) == 1  # the promises are past: one request's time, at least 1
+    two = Admission(2, 0, Metrics())
+    two._mean = 1.0
+    assert [two.retry_after(now=0.0) for _ in range(4)] == [1, 2, 3, 4]  # two slots: places 1 s apart

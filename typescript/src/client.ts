@@ -13,7 +13,7 @@ import { decodeMsgpack } from "./msgpack.js";
 import { decodeProtobuf } from "./protobuf.js";
 import { type Quantization, dequantize, parseQuantization } from "./quantization.js";
 import { decodeRaw } from "./raw.js";
-import { type RetryOptions, fetchWithRetry, retryPolicy } from "./retry.js";
+import { type RetryOptions, fetchWithRetry, parseRetryAfter, retryPolicy } from "./retry.js";
 
 /** The body formats of SPEC.md section 12. */
 export type Format = "json" | "raw" | "msgpack" | "protobuf" | "arrow";
@@ -92,6 +92,7 @@ export async function httpError(response: Response, attempts = 0): Promise<Dense
     offset: typeof offset === "number" ? offset : undefined,
     body: text,
     attempts,
+    retryAfterMs: parseRetryAfter(response.headers.get("retry-after")),
   };
   return response.status === 429 ? new RateLimitError(message, details) : new DensewireHTTPError(response.status, message, details);
 }

@@ -105,11 +105,16 @@ export class DensewireHTTPError extends Error {
   readonly body: string;
   /** How many times the client sent the request (retries included); 0 when not known. */
   readonly attempts: number;
+  /**
+   * The answer's `Retry-After` in milliseconds (undefined without one): after a 429 or 503 that asked
+   * for more than a minute the client gives up at once (SPEC.md 18.2), and this says when to come back.
+   */
+  readonly retryAfterMs: number | undefined;
 
   constructor(
     status: number,
     message: string,
-    details: { code?: string | null; param?: string | null; type?: string | null; offset?: number; body?: string; attempts?: number } = {},
+    details: { code?: string | null; param?: string | null; type?: string | null; offset?: number; body?: string; attempts?: number; retryAfterMs?: number } = {},
   ) {
     const attempts = details.attempts ?? 0;
     super(attempts > 0 ? `${message} (${attempts} attempt${attempts === 1 ? "" : "s"})` : message);
@@ -121,6 +126,7 @@ export class DensewireHTTPError extends Error {
     this.offset = details.offset;
     this.body = details.body ?? "";
     this.attempts = attempts;
+    this.retryAfterMs = details.retryAfterMs;
   }
 }
 

@@ -35,7 +35,7 @@ export {
   HTTP_STATUS,
   RateLimitError,
 } from "./errors.js";
-export { type RetryOptions, DEFAULT_RETRY, backoffMs, parseRetryAfter } from "./retry.js";
+export { type RetryFailure, type RetryOptions, DEFAULT_RETRY, MAX_RETRY_AFTER_SECONDS, backoffMs, parseRetryAfter, retryPolicy, retryWait } from "./retry.js";
 export {
   asFloat16Array,
   bfloat16ToFloat32,

@@ -11,8 +11,8 @@ when the table has not changed.
 from __future__ import annotations
 
 import asyncio
-import weakref
 import importlib.util
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote

@@ -28,12 +28,13 @@ __all__ = ["Admission", "Ticket", "ClientGone", "ShuttingDown", "await_while_con
 
 T = TypeVar("T")
 
-#: RFC 6298's gains for the running mean (1/8) and mean deviation (1/4) of request durations.
+#: Weight of the latest request in the running mean of request durations (RFC 6298's 1/8).
 _MEAN_GAIN = 0.125
-_DEV_GAIN = 0.25
 #: How long after its ``Retry-After`` a client may come back: SPEC.md 18.2's jitter with the default
 #: base (at most 0.5 s on the first retry, 1 s on the second).
 _CLIENT_JITTER = 1.0
+#: The longest ``Retry-After`` a client waits for (SPEC.md 18.2); one told more does not come back.
+_CLIENT_MAX_RETRY_AFTER = 60
 
 
 class ClientGone(Exception):
@@ -71,8 +72,7 @@ class Admission:
         self.timeout = timeout
         self.active = 0
         self._metrics = metrics
-        self._mean = 0.0  # seconds of one request, smoothed (RFC 6298's SRTT)
-        self._dev = 0.0  # their mean deviation (RTTVAR)
+        self._mean = 0.0  # seconds of one request, smoothed (as RFC 6298's SRTT)
         self._measured = False
         self._next = 0.0  # monotonic time a slot is expected free for the next client turned away
         metrics.admission_limit.set(limit)
@@ -82,8 +82,10 @@ class Admission:
         return self.active >= self.limit
 
     def estimate(self) -> float:
-        """Seconds one request is expected to take: the smoothed mean plus twice the mean deviation."""
-        return self._mean + 2.0 * self._dev
+        """Seconds one request is expected to take: the smoothed mean of the requests completed.
+        (Adding their deviation, as RFC 6298 does for a timeout, was tried: it lengthens the queue of
+        promises past the clients' 60 s under load more often than it saves a client a retry.)"""
+        return self._mean
 
     def retry_after(self, now: float | None = None) -> int:
         """Whole seconds (at least 1) a client turned away now should wait, and a place kept for it:
@@ -93,7 +95,8 @@ class Admission:
         now = time.monotonic() if now is None else now
         share = self.estimate() / self.limit
         wait = max(1, math.ceil(max(self._next, now + share) - now))
-        self._next = now + wait + (_CLIENT_JITTER + self.estimate()) / self.limit
+        if wait <= _CLIENT_MAX_RETRY_AFTER:  # a client told more gives up (SPEC.md 18.2): no place kept
+            self._next = now + wait + (_CLIENT_JITTER + self.estimate()) / self.limit
         return wait
 
     def admit(self) -> Ticket:
@@ -116,10 +119,9 @@ class Admission:
         self._metrics.admission_active.set(self.active)
         if completed:
             took = time.monotonic() - ticket.admitted_at
-            if not self._measured:  # RFC 6298 2.2: the first measurement
-                self._mean, self._dev, self._measured = took, took / 2, True
-            else:  # RFC 6298 2.3: the deviation from the old mean first
-                self._dev += _DEV_GAIN * (abs(took - self._mean) - self._dev)
+            if not self._measured:  # the first measurement is the mean (RFC 6298 2.2)
+                self._mean, self._measured = took, True
+            else:
                 self._mean += _MEAN_GAIN * (took - self._mean)
 
     def timed_out(self) -> UnavailableError:
