@@ -271,11 +271,13 @@ fn overload_url() -> Option<String> {
     }
 }
 
-/// 16 requests of 64 texts at once against a server that admits one at a time.
+/// 16 requests of 16 texts at once against a server that admits one at a time (16, not 64: the
+/// server spreads the requests over their drain time, and past 60 s, 64 texts each on two busy
+/// cores, a client gives up at once, SPEC.md 18.2).
 async fn burst(url: &str, max_retries: u32) -> Vec<Result<Embeddings, Error>> {
     let client = Client::builder(url).format(Format::Raw).max_retries(max_retries).build().unwrap();
     let requests: Vec<EmbeddingsRequest> = (0..16)
-        .map(|r| EmbeddingsRequest::new((0..64).map(|i| format!("request {r}, text {i}: a sentence about retries"))))
+        .map(|r| EmbeddingsRequest::new((0..16).map(|i| format!("request {r}, text {i}: a sentence about retries"))))
         .collect();
     futures_util::future::join_all(requests.iter().map(|req| client.embed(req))).await
 }
@@ -286,7 +288,7 @@ async fn a_real_overloaded_server() {
     let results = burst(&url, 8).await;
     for (i, r) in results.iter().enumerate() {
         let e = r.as_ref().unwrap_or_else(|e| panic!("request {i} failed with 8 retries: {e}"));
-        assert_eq!(e.tensor.rows(), 64, "request {i}");
+        assert_eq!(e.tensor.rows(), 16, "request {i}");
     }
     let results = burst(&url, 0).await;
     let limited = results.iter().filter(|r| matches!(r, Err(e) if e.kind() == ErrorKind::RateLimited)).count();
