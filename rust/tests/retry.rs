@@ -285,11 +285,24 @@ async fn burst(url: &str, max_retries: u32) -> Vec<Result<Embeddings, Error>> {
 #[tokio::test]
 async fn a_real_overloaded_server() {
     let Some(url) = overload_url() else { return };
+    // With 8 retries each either succeeds or gives up at once because the server asked it to come
+    // back in more than a minute (SPEC.md 18.2: the server spreads the ones it turns away over its
+    // drain time, which on two busy cores can pass 60 s for the last of 16); nothing else.
     let results = burst(&url, 8).await;
+    let mut ok = 0;
     for (i, r) in results.iter().enumerate() {
-        let e = r.as_ref().unwrap_or_else(|e| panic!("request {i} failed with 8 retries: {e}"));
-        assert_eq!(e.tensor.rows(), 16, "request {i}");
+        match r {
+            Ok(e) => {
+                assert_eq!(e.tensor.rows(), 16, "request {i}");
+                ok += 1;
+            }
+            Err(e) => assert!(
+                e.kind() == ErrorKind::RateLimited && e.retry_after().is_some_and(|s| s > densewire::MAX_RETRY_AFTER),
+                "request {i} failed with 8 retries: {e}"
+            ),
+        }
     }
+    assert!(ok > 8, "{ok} of 16 succeeded with 8 retries");
     let results = burst(&url, 0).await;
     let limited = results.iter().filter(|r| matches!(r, Err(e) if e.kind() == ErrorKind::RateLimited)).count();
     for r in &results {
@@ -298,7 +311,7 @@ async fn a_real_overloaded_server() {
         }
     }
     assert!(limited >= 1, "16 requests at once, one admitted at a time, no retries: none was refused with 429");
-    eprintln!("overloaded server {url}: all 16 succeeded with 8 retries; {limited} of 16 refused with 429 without");
+    eprintln!("overloaded server {url}: {ok} of 16 succeeded with 8 retries; {limited} of 16 refused with 429 without");
 }
 
 /// `densewire_admission_rejections_total{reason="full"}` of the server's /metrics (0 before the first).

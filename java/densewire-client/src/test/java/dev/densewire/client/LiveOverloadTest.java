@@ -49,14 +49,27 @@ class LiveOverloadTest {
         return out;
     }
 
+    /**
+     * With 8 retries each of the 16 either succeeds or gives up at once because the server asked it to come back
+     * in more than a minute (SPEC.md 18.2: the server spreads the ones it turns away over its drain time, which on
+     * two busy cores can pass 60 s for the last of 16); nothing else, and most succeed.
+     */
     @Test
-    void sixteenConcurrentRequestsAllSucceedWithRetries() {
+    void sixteenConcurrentRequestsSucceedWithRetriesOrAreToldToComeBackPastAMinute() {
         List<Object> results = burst(8, "retried " + System.nanoTime());
+        int ok = 0;
         for (int i = 0; i < results.size(); i++) {
             Object r = results.get(i);
-            assertTrue(r instanceof Embeddings, "request " + i + " with 8 retries: " + r);
-            assertEquals(16, ((Embeddings) r).tensor().rows());
+            if (r instanceof Embeddings) {
+                assertEquals(16, ((Embeddings) r).tensor().rows());
+                ok++;
+                continue;
+            }
+            assertTrue(r instanceof DensewireApiException && ((DensewireApiException) r).status() == 429
+                    && ((DensewireApiException) r).retryAfter().orElse(0) > RetryPolicy.MAX_RETRY_AFTER,
+                    "request " + i + " with 8 retries: " + r);
         }
+        assertTrue(ok > results.size() / 2, ok + " of 16 succeeded: " + results);
     }
 
     @Test
