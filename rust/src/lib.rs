@@ -71,8 +71,6 @@ pub struct ReadmeDoctests;
 pub use crate::base64::{decode_base64, encode_base64, encode_base64_into, tensor_from_base64, tensor_to_base64};
 #[cfg(feature = "reqwest")]
 pub use crate::client_tables::{TableFetch, TableInfo, TableOptions, TablesClient};
-#[cfg(feature = "reqwest")]
-pub use crate::retry::{MAX_RETRY_AFTER, RetryPolicy, parse_retry_after};
 pub use crate::codec::Encoded;
 pub use crate::compression::{COMPRESSION_THRESHOLD, ContentEncoding, negotiate_encoding};
 #[cfg(feature = "compression")]
@@ -97,6 +95,8 @@ pub use crate::raw::{
     HEADER_BYTEORDER, HEADER_DTYPE, HEADER_MODEL, HEADER_PROMPT_TOKENS, HEADER_SHAPE, HEADER_TOTAL_TOKENS, decode_raw,
     raw_headers,
 };
+#[cfg(feature = "reqwest")]
+pub use crate::retry::{MAX_RETRY_AFTER, RetryPolicy, parse_retry_after};
 #[cfg(feature = "arrow")]
 pub use crate::table::decode_table_arrow;
 pub use crate::table::{

@@ -252,6 +252,10 @@ async fn the_tables_client_retries_too() {
     assert_eq!(plan.attempts.load(Ordering::SeqCst), 1);
 }
 
+/// Held by each test against the overloaded server, so that they do not load it for each other
+/// (the tests of a binary run in parallel).
+static OVERLOADED: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The URL of a `densewire serve --max-concurrent-requests 1` (scripts/test.sh exports it). Unset:
 /// the test is skipped with a message, except under CI=true, where it fails.
 fn overload_url() -> Option<String> {
@@ -285,6 +289,7 @@ async fn burst(url: &str, max_retries: u32) -> Vec<Result<Embeddings, Error>> {
 #[tokio::test]
 async fn a_real_overloaded_server() {
     let Some(url) = overload_url() else { return };
+    let _alone = OVERLOADED.lock().await;
     // With 8 retries each either succeeds or gives up at once because the server asked it to come
     // back in more than a minute (SPEC.md 18.2: the server spreads the ones it turns away over its
     // drain time, which on two busy cores can pass 60 s for the last of 16); nothing else.
@@ -345,12 +350,14 @@ fn client_of(url: &str) -> Client {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twelve_clients_against_one_slot_all_get_through_with_the_default_two_retries() {
     let Some(url) = overload_url() else { return };
+    let _alone = OVERLOADED.lock().await;
     let run = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let texts = move |tag: String| -> EmbeddingsRequest {
-        EmbeddingsRequest::new(
-            (0..16).map(|j| format!("{tag} {run} text {j}: a sentence of a dozen words about retrying an overloaded server")),
-        )
-    };
+    let texts =
+        move |tag: String| -> EmbeddingsRequest {
+            EmbeddingsRequest::new((0..16).map(|j| {
+                format!("{tag} {run} text {j}: a sentence of a dozen words about retrying an overloaded server")
+            }))
+        };
     let warm = client_of(&url); // the model warm, and the server's estimate of such a request
     for k in 0..3 {
         assert_eq!(warm.embed(&texts(format!("warm {k}"))).await.unwrap().tensor.rows(), 16);

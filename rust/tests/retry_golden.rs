@@ -21,9 +21,10 @@ fn run_case(c: &Value) -> R {
     if s(c, "draw").parse::<f64>().ok() != Some(draw) {
         return Err(format!("draw {} is not draw_bits {draw:?}", s(c, "draw")).into());
     }
-    let policy = RetryPolicy::new(c["max_retries"].as_u64().unwrap() as u32, f64_bits(c, "base_bits"), f64_bits(c, "cap_bits"))
-        .map_err(|e| format!("policy: {e}"))?
-        .with_random(move || draw);
+    let policy =
+        RetryPolicy::new(c["max_retries"].as_u64().unwrap() as u32, f64_bits(c, "base_bits"), f64_bits(c, "cap_bits"))
+            .map_err(|e| format!("policy: {e}"))?
+            .with_random(move || draw);
     let retry_after = c.get("retry_after").and_then(Value::as_str);
     let now = c["now"].as_f64().unwrap();
     let wait = policy.wait(c["retry"].as_u64().unwrap() as u32, c["status"].as_u64().unwrap() as u16, retry_after, now);
