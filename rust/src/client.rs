@@ -7,7 +7,7 @@ use crate::error::{ErrorKind, Result, err};
 use crate::json::{EmbeddingsRequest, Input};
 use crate::media::Format;
 use crate::quantization::Quantization;
-use crate::retry::{Retry, transport};
+use crate::retry::{RetryPolicy, transport};
 use crate::tensor::{Tensor, aligned_zeroed, realigned};
 use futures_util::stream::{self, Stream, StreamExt};
 use std::collections::HashMap;
@@ -17,8 +17,9 @@ use std::time::Duration;
 /// A client of a densewire (or any OpenAI-compatible) embeddings server.
 ///
 /// A 429, a 503 and a connection that fails before the server answers are retried (2 retries by
-/// default, as the OpenAI SDKs do) after an exponential backoff with full jitter, and never sooner
-/// than the server's `Retry-After`; other errors are returned at once. The error of the last
+/// default, as the OpenAI SDKs do) after an exponential backoff with full jitter added on top of the
+/// server's `Retry-After` (SPEC.md section 18, [`RetryPolicy`](crate::RetryPolicy)); other errors are
+/// returned at once. The error of the last
 /// attempt says how many were made ([`Error::attempts`](crate::Error::attempts)); a server at
 /// capacity is [`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited).
 ///
@@ -42,7 +43,7 @@ pub struct Client {
     accept: http::HeaderValue,
     concurrency: usize,
     batch_size: usize,
-    retry: Retry,
+    retry: RetryPolicy,
     /// Published quantizations fetched so far, by id (shared by the clones of this client).
     quantizations: Arc<Mutex<HashMap<String, Arc<Quantization>>>>,
 }
@@ -57,7 +58,7 @@ pub struct ClientBuilder {
     batch_size: usize,
     timeout: Option<Duration>,
     http: Option<reqwest::Client>,
-    retry: Retry,
+    retry: RetryPolicy,
 }
 
 impl ClientBuilder {
@@ -101,17 +102,25 @@ impl ClientBuilder {
     /// Retries of a request answered 429 or 503, or whose connection failed before an answer
     /// (default 2; 0 never retries).
     pub fn max_retries(mut self, n: u32) -> Self {
-        self.retry.max_retries = n;
+        self.retry.set_max_retries(n);
         self
     }
 
-    /// The backoff between retries (default 0.5 s and 8 s): before retry `k` (from 0) the client
-    /// waits a uniformly random time below `min(cap, base * 2^k)`, added to the server's
-    /// `Retry-After` when it sent one (a `Retry-After` over 60 s is not waited for: the error is
-    /// returned).
+    /// The backoff between retries (default 0.5 s and 8 s): before retry `n` (1 for the first) the
+    /// client waits a uniformly random time below `min(cap, base * 2^(n-1))`, added on top of the
+    /// server's `Retry-After` when it sent one (a `Retry-After` over 60 s is not waited for: the
+    /// error is returned at once, carrying it: [`Error::retry_after`](crate::Error::retry_after)).
     pub fn retry_backoff(mut self, base: Duration, cap: Duration) -> Self {
-        self.retry.base = base;
-        self.retry.cap = cap;
+        self.retry.set_backoff(base, cap);
+        self
+    }
+
+    /// The source of the backoff's random draws, numbers uniform in [0, 1) (default: 53 random bits
+    /// of the standard library's randomly keyed hasher): the jitter of retry `n` is `draw * min(cap,
+    /// base * 2^(n-1))` seconds (SPEC.md section 18, [`RetryPolicy`](crate::RetryPolicy)). A seeded
+    /// generator behind a mutex gives a reproducible schedule, a constant tests one wait.
+    pub fn retry_random(mut self, random: impl Fn() -> f64 + Send + Sync + 'static) -> Self {
+        self.retry = self.retry.with_random(random);
         self
     }
 
@@ -169,7 +178,7 @@ impl Client {
             batch_size: 256,
             timeout: None,
             http: None,
-            retry: Retry::default(),
+            retry: RetryPolicy::default(),
         }
     }
 

@@ -5,7 +5,7 @@
 //! decoding the body without copying fixed-width columns out of it where the format allows.
 
 use crate::error::{Error, ErrorKind, Result, err};
-use crate::retry::{Reply, Retry, transport};
+use crate::retry::{Reply, RetryPolicy, transport};
 use crate::table::{ColumnSpec, ColumnType, HEADER_ROWS, Table, TableFormat, percent_encode};
 use crate::tensor::realigned;
 use futures_util::stream::{self, StreamExt};
@@ -39,7 +39,7 @@ pub struct TablesClient {
     api_key: Option<String>,
     concurrency: usize,
     max_body: usize,
-    retry: Retry,
+    retry: RetryPolicy,
 }
 
 /// How to fetch one table.
@@ -110,7 +110,7 @@ impl TablesClient {
         let base = base_url.as_ref().trim_end_matches('/');
         let base = if base.ends_with("/v1") { base.to_string() } else { format!("{base}/v1") };
         let http = reqwest::Client::builder().build().map_err(transport)?;
-        Ok(TablesClient { http, base, api_key: None, concurrency: 4, max_body: 1 << 30, retry: Retry::default() })
+        Ok(TablesClient { http, base, api_key: None, concurrency: 4, max_body: 1 << 30, retry: RetryPolicy::default() })
     }
 
     /// Sends `Authorization: Bearer KEY`.
@@ -140,15 +140,23 @@ impl TablesClient {
     /// Retries of a request answered 429 or 503, or whose connection failed before an answer
     /// (default 2; 0 never retries).
     pub fn max_retries(mut self, n: u32) -> Self {
-        self.retry.max_retries = n;
+        self.retry.set_max_retries(n);
         self
     }
 
     /// The backoff between retries (default 0.5 s and 8 s), as
     /// [`ClientBuilder::retry_backoff`](crate::ClientBuilder::retry_backoff).
     pub fn retry_backoff(mut self, base: Duration, cap: Duration) -> Self {
-        self.retry.base = base;
-        self.retry.cap = cap;
+        self.retry.set_backoff(base, cap);
+        self
+    }
+
+    /// The source of the backoff's random draws, numbers uniform in [0, 1) (default: 53 random bits
+    /// of the standard library's randomly keyed hasher): the jitter of retry `n` is `draw * min(cap,
+    /// base * 2^(n-1))` seconds (SPEC.md section 18, [`RetryPolicy`](crate::RetryPolicy)). A seeded
+    /// generator behind a mutex gives a reproducible schedule, a constant tests one wait.
+    pub fn retry_random(mut self, random: impl Fn() -> f64 + Send + Sync + 'static) -> Self {
+        self.retry = self.retry.with_random(random);
         self
     }
 

@@ -121,6 +121,8 @@ pub struct Error {
     offset: Option<u64>,
     field: Option<Cow<'static, str>>,
     attempts: Option<u32>,
+    /// The answer's `Retry-After` in seconds, as f64 bits (so that the error stays `Eq`).
+    retry_after: Option<u64>,
 }
 
 /// `Result<T, densewire::Error>`.
@@ -129,7 +131,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// A new error of `kind` with a message.
     pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Error {
-        Error { kind, message: message.into(), offset: None, field: None, attempts: None }
+        Error { kind, message: message.into(), offset: None, field: None, attempts: None, retry_after: None }
     }
 
     /// Sets the offset.
@@ -184,6 +186,24 @@ impl Error {
         if matches!(self.kind, ErrorKind::RateLimited | ErrorKind::Unavailable) {
             let s = if attempts == 1 { "" } else { "s" };
             self.message = format!("{} (gave up after {attempts} attempt{s})", self.message).into();
+        }
+        self
+    }
+
+    /// The `Retry-After` of the answer this error came from, in seconds (SPEC.md 18.2:
+    /// delay-seconds or an HTTP date), `None` when it had none: after a 429 or 503 that was not
+    /// retried because it asked for more than a minute, when to come back.
+    pub fn retry_after(&self) -> Option<f64> {
+        self.retry_after.map(f64::from_bits)
+    }
+
+    /// Records the answer's `Retry-After`; the message says it when the clients did not wait for
+    /// it (more than a minute).
+    #[allow(dead_code)] // used by the clients (feature)
+    pub(crate) fn with_retry_after(mut self, seconds: Option<f64>) -> Error {
+        self.retry_after = seconds.map(f64::to_bits);
+        if let Some(s) = seconds.filter(|s| *s > 60.0) {
+            self.message = format!("{} (the server asks to come back in {s} s)", self.message).into();
         }
         self
     }

@@ -95,6 +95,8 @@ pub use crate::raw::{
     HEADER_BYTEORDER, HEADER_DTYPE, HEADER_MODEL, HEADER_PROMPT_TOKENS, HEADER_SHAPE, HEADER_TOTAL_TOKENS, decode_raw,
     raw_headers,
 };
+#[cfg(feature = "reqwest")]
+pub use crate::retry::{MAX_RETRY_AFTER, RetryPolicy, parse_retry_after};
 #[cfg(feature = "arrow")]
 pub use crate::table::decode_table_arrow;
 pub use crate::table::{

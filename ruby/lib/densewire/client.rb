@@ -27,10 +27,13 @@ module Densewire
     # +api_key+: sent as a Bearer token. +model+: default model. +formats+: the formats to accept, in
     # order of preference, among :raw, :msgpack, :protobuf, :arrow, :json. +compress+: also accept gzip
     # (worth it for JSON over slow links; binary embeddings hardly compress). +max_retries+ (2; 0
-    # never retries), +retry_base_delay+ (0.5 s) and +retry_max_delay+ (8 s): see Densewire::Retry.
+    # never retries), +retry_base_delay+ (0.5 s), +retry_max_delay+ (8 s) and +retry_random+ (the
+    # source of the backoff's draws, anything whose +rand+ is uniform in [0, 1): Random.new(seed) for a
+    # reproducible schedule): see Densewire::Retry (SPEC.md section 18).
     def initialize(base_url: ENV.fetch("DENSEWIRE_URL", "http://localhost:8000"), api_key: ENV["DENSEWIRE_API_KEY"],
                    model: nil, formats: nil, compress: false, open_timeout: 10, read_timeout: 120,
-                   keep_alive_timeout: 4, headers: {}, max_retries: 2, retry_base_delay: 0.5, retry_max_delay: 8.0)
+                   keep_alive_timeout: 4, headers: {}, max_retries: 2, retry_base_delay: 0.5, retry_max_delay: 8.0,
+                   retry_random: Random.new)
       @base_url = base_url.to_s.chomp("/")
       uri = URI.parse(@base_url)
       raise ArgumentError, "base_url must be http or https: #{base_url.inspect}" unless uri.is_a?(URI::HTTP)
@@ -50,7 +53,8 @@ module Densewire
       @read_timeout = read_timeout
       @keep_alive_timeout = keep_alive_timeout
       @headers = headers
-      @retry = Retry.new(max_retries: max_retries, base_delay: retry_base_delay, max_delay: retry_max_delay)
+      @retry = Retry.new(max_retries: max_retries, base_delay: retry_base_delay, max_delay: retry_max_delay,
+                         random: retry_random)
       @http = nil
       @mutex = Mutex.new
       @quantizations = {}
@@ -261,12 +265,16 @@ module Densewire
       attempts = 0
       begin
         reused = !@http.nil?
+        answered = false
         http = connection
-        response = http.request(request)
+        response = http.request(request) { answered = true } # called once the answer's head is read
         disconnect if response["Connection"].to_s.downcase == "close"
         response
-      rescue *RETRYABLE
+      rescue *RETRYABLE => e
         disconnect
+        # After the head: the answer broke off, never retried (SPEC.md 18.1).
+        raise Retry::AnswerBrokeOff, e.message if answered
+
         attempts += 1
         # A kept-alive connection the server has closed fails on first use: retry once on a fresh one.
         retry if reused && attempts == 1
@@ -307,17 +315,20 @@ module Densewire
 
     def http_error(response, status, attempts)
       klass = HTTPError.for_status(status)
+      retry_after = Retry.parse_retry_after(response["Retry-After"])
       body = Media.inflate(response.body.to_s, response["Content-Encoding"])
       error = JSON.parse(body)["error"] if response["Content-Type"].to_s.include?("json") && !body.empty?
       if error.is_a?(Hash)
         klass.new(status: status, code: error["code"], param: error["param"], message: error["message"],
-                  offset: error["offset"], type: error["type"], body: body, attempts: attempts)
+                  offset: error["offset"], type: error["type"], body: body, attempts: attempts, retry_after: retry_after)
       else
         code = status == 429 ? RateLimitedError::CATEGORY : CATEGORY_CLASSES.find { |_, k| k::HTTP_STATUS == status }&.first
-        klass.new(status: status, code: code, message: body.to_s[0, 200], body: body, attempts: attempts)
+        klass.new(status: status, code: code, message: body.to_s[0, 200], body: body, attempts: attempts,
+                  retry_after: retry_after)
       end
     rescue JSON::ParserError, Densewire::Error
-      klass.new(status: status, message: response.body.to_s[0, 200], body: response.body, attempts: attempts)
+      klass.new(status: status, message: response.body.to_s[0, 200], body: response.body, attempts: attempts,
+                retry_after: retry_after)
     end
   end
 end

@@ -85,22 +85,28 @@ module Densewire
   # times the client sent the request (retries included). A 429 is a RateLimitedError. A connection
   # that kept failing is a ConnectionError; read timeouts stay Net::ReadTimeout.
   class HTTPError < Error
-    attr_reader :status, :code, :param, :type, :body, :server_message, :attempts
+    attr_reader :status, :code, :param, :type, :body, :server_message, :attempts, :retry_after
 
     # The class for a status: RateLimitedError for 429, else HTTPError.
     def self.for_status(status)
       Integer(status) == 429 ? RateLimitedError : HTTPError
     end
 
-    def initialize(status:, code: nil, param: nil, message: nil, offset: nil, type: nil, body: nil, attempts: nil)
+    # +retry_after+: the answer's Retry-After in seconds (nil without one); after a 429 or 503 that
+    # was not retried because it asked for more than a minute (Retry::MAX_RETRY_AFTER), when to come back.
+    def initialize(status:, code: nil, param: nil, message: nil, offset: nil, type: nil, body: nil, attempts: nil,
+                   retry_after: nil)
       @status = Integer(status)
+      @retry_after = retry_after
       @code = code
       @param = param
       @type = type
       @body = body
       @server_message = message
       @attempts = attempts
-      super("HTTP #{@status}#{code ? " #{code}" : ""}: #{message || "(no message)"}#{Densewire.attempts_text(attempts)}", offset: offset)
+      later = retry_after && retry_after > Retry::MAX_RETRY_AFTER ? " (the server asks to come back in #{retry_after} s)" : ""
+      super("HTTP #{@status}#{code ? " #{code}" : ""}: #{message || "(no message)"}#{Densewire.attempts_text(attempts)}#{later}",
+            offset: offset)
       @field = param
     end
 

@@ -1,6 +1,7 @@
 package dev.densewire.client;
 
 import dev.densewire.DensewireException;
+import java.util.OptionalDouble;
 
 /**
  * An error answer of the embeddings API: the HTTP status and the server's error envelope (SPEC.md section 11):
@@ -14,6 +15,7 @@ public class DensewireApiException extends DensewireException {
     private final String type;
     private final String serverMessage;
     private final int attempts;
+    private final transient OptionalDouble retryAfter;
 
     public DensewireApiException(int status, String code, String type, String param, String serverMessage, long offset) {
         this(status, code, type, param, serverMessage, offset, 1);
@@ -22,14 +24,35 @@ public class DensewireApiException extends DensewireException {
     /** An error answer to the last of {@code attempts} tries of a request (the message says how many). */
     public DensewireApiException(int status, String code, String type, String param, String serverMessage, long offset,
             int attempts) {
+        this(status, code, type, param, serverMessage, offset, attempts, OptionalDouble.empty());
+    }
+
+    /**
+     * An error answer to the last of {@code attempts} tries of a request, whose {@code Retry-After} asked for
+     * {@code retryAfter} seconds (empty without one); the message says how many attempts, and how long the server
+     * asked to wait when that was more than the clients wait for ({@link RetryPolicy#MAX_RETRY_AFTER}).
+     */
+    public DensewireApiException(int status, String code, String type, String param, String serverMessage, long offset,
+            int attempts, OptionalDouble retryAfter) {
         super(categoryOf(code, status), "HTTP " + status + (code == null ? "" : " " + code) + ": "
                 + (serverMessage == null ? "(no message)" : serverMessage)
-                + (attempts > 1 ? " (after " + attempts + " attempts)" : ""), offset, param);
+                + (attempts > 1 ? " (after " + attempts + " attempts)" : "")
+                + (retryAfter.isPresent() && retryAfter.getAsDouble() > RetryPolicy.MAX_RETRY_AFTER
+                        ? " (the server asks to come back in " + retryAfter.getAsDouble() + " s)" : ""), offset, param);
         this.status = status;
         this.code = code;
         this.type = type;
         this.serverMessage = serverMessage;
         this.attempts = attempts;
+        this.retryAfter = retryAfter;
+    }
+
+    /**
+     * The answer's {@code Retry-After} in seconds (SPEC.md 18.2: delay-seconds or an HTTP date), empty when it had
+     * none: after a 429 or 503 that was not retried because it asked for more than a minute, when to come back.
+     */
+    public OptionalDouble retryAfter() {
+        return retryAfter;
     }
 
     /** The category of the envelope's {@code code}, or else of the HTTP status. */

@@ -50,9 +50,10 @@ import java.util.concurrent.Semaphore;
  * float[] first = e.tensor().row(0);
  * }</pre>
  *
- * <p>A {@code 429} or {@code 503} answer and a connection that could not be made are retried (2 times by default,
- * {@link Builder#maxRetries}) after an exponential backoff with full jitter, honouring {@code Retry-After}; an
- * answer that is the caller's fault is never retried.
+ * <p>A {@code 429} or {@code 503} answer and a connection that failed before any answer are retried (2 times by
+ * default, {@link Builder#maxRetries}) after an exponential backoff with full jitter added on top of the server's
+ * {@code Retry-After} (SPEC.md section 18, {@link RetryPolicy}); an answer that is the caller's fault is never
+ * retried.
  *
  * <p>Quantized embeddings (SPEC.md section 17): with {@code dtype(Dtype.INT8)} or {@code UINT8} the server answers
  * codes and names their ranges ({@link Embeddings#quantization()}); {@link Builder#dequantize(boolean)} turns them
@@ -87,6 +88,7 @@ public final class DensewireClient {
         this.http = b.http != null ? b.http
                 : HttpClient.newBuilder().connectTimeout(b.timeout).build();
         this.retrier = new Retrier(http, b.maxRetries, b.backoffBase, b.backoffCap);
+        retrier.drawFrom(b.retryRandom);
         String base = b.baseUri.toString();
         this.base = base.endsWith("/") ? base : base + "/";
         this.endpoint = URI.create(this.base + "v1/embeddings");
@@ -363,6 +365,8 @@ public final class DensewireClient {
 
     /** An error answer as an exception: the envelope's code, param, message and offset, and the attempts made. */
     static DensewireApiException apiError(int status, HttpHeaders h, byte[] raw, int attempts) {
+        java.util.OptionalDouble retryAfter = RetryPolicy.retryAfterSeconds(h.firstValue("Retry-After").orElse(null),
+                RetryPolicy.now());
         byte[] body;
         try {
             body = ContentCodings.decode(ContentCodings.coding(h.firstValue("Content-Encoding").orElse(null)), raw, 1 << 20);
@@ -372,10 +376,11 @@ public final class DensewireClient {
         ApiError e = DensewireJson.readError(body);
         if (e == null) {
             String text = new String(body, 0, Math.min(body.length, 200), java.nio.charset.StandardCharsets.UTF_8);
-            return new DensewireApiException(status, null, null, null, text.isEmpty() ? null : text, -1, attempts);
+            return new DensewireApiException(status, null, null, null, text.isEmpty() ? null : text, -1, attempts,
+                    retryAfter);
         }
         return new DensewireApiException(status, e.error.code, e.error.type, e.error.param, e.error.message,
-                e.error.offset == null ? -1 : e.error.offset, attempts);
+                e.error.offset == null ? -1 : e.error.offset, attempts, retryAfter);
     }
 
     private static <T> T join(CompletableFuture<T> f) {
@@ -422,6 +427,7 @@ public final class DensewireClient {
         private int maxRetries = 2;
         private Duration backoffBase = Duration.ofMillis(500);
         private Duration backoffCap = Duration.ofSeconds(8);
+        private java.util.function.DoubleSupplier retryRandom = RetryPolicy.DEFAULT_RANDOM;
 
         private Builder(URI baseUri) {
             this.baseUri = Objects.requireNonNull(baseUri, "baseUri");
@@ -501,7 +507,8 @@ public final class DensewireClient {
 
         /**
          * How many times a request is sent again after a {@code 429} or {@code 503} answer or a connection that
-         * could not be made (default 2, as the OpenAI SDKs; 0 never retries). Other answers are never retried.
+         * failed before any answer (default 2, as the OpenAI SDKs; 0 never retries). Other answers are never
+         * retried (SPEC.md section 18, {@link RetryPolicy}).
          */
         public Builder maxRetries(int maxRetries) {
             this.maxRetries = Retrier.checkMaxRetries(maxRetries);
@@ -509,13 +516,26 @@ public final class DensewireClient {
         }
 
         /**
-         * The backoff before retry n: a uniform wait in {@code [0, min(cap, base * 2^(n-1))]} (full jitter), added to
-         * the server's {@code Retry-After} when it sends one of at most a minute (defaults 500 ms and 8 s).
+         * The backoff before retry n: a uniform wait in {@code [0, min(cap, base * 2^(n-1)))} (full jitter), added to
+         * the server's {@code Retry-After} (defaults 500 ms and 8 s). A {@code Retry-After} over a minute is not
+         * waited for: the error comes at once and carries it ({@link DensewireApiException#retryAfter()}).
          */
         public Builder retryBackoff(Duration base, Duration cap) {
             Retrier.checkBackoff(base, cap);
             this.backoffBase = base;
             this.backoffCap = cap;
+            return this;
+        }
+
+        /**
+         * The source of the backoff's random draws, each uniform in [0, 1) (default
+         * {@link RetryPolicy#DEFAULT_RANDOM}, {@code ThreadLocalRandom}): the jitter of retry n is {@code draw *
+         * min(cap, base * 2^(n-1))} seconds. Pass {@code new SplittableRandom(seed)::nextDouble} (from one thread) or
+         * {@code new Random(seed)::nextDouble} for a reproducible schedule, a constant to test one wait. Called from
+         * the HttpClient's threads.
+         */
+        public Builder retryRandom(java.util.function.DoubleSupplier random) {
+            this.retryRandom = Retrier.checkRandom(random);
             return this;
         }
 

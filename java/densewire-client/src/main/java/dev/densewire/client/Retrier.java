@@ -1,47 +1,55 @@
 package dev.densewire.client;
 
 import java.io.IOException;
-import java.net.ConnectException;
+import java.net.ProtocolException;
 import java.net.http.HttpClient;
-import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.ZonedDateTime;
-import java.time.format.DateTimeFormatter;
-import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Optional;
+import java.util.Objects;
+import java.util.OptionalDouble;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.DoubleSupplier;
+import javax.net.ssl.SSLException;
 
 /**
- * Retries of the densewire clients (as the OpenAI SDKs do): a {@code 429} or {@code 503} answer and a connection
- * that could not be made (nothing of the request was sent) are tried again, at most {@code maxRetries} times,
- * after an exponential backoff with full jitter (a uniform wait in {@code [0, min(cap, base * 2^(retry - 1))]}) added
- * to the server's {@code Retry-After} (seconds or an HTTP date) when it asks for at most a minute. Any other answer,
- * a caller-fault 4xx above all, is returned at once.
+ * The retry loop of both clients (SPEC.md section 18, the rule in {@link RetryPolicy#wait}): a {@code 429} or
+ * {@code 503} answer and a connection that failed before any byte of an answer came (refused, reset or closed, a
+ * name that did not resolve, a host that could not be reached) are sent again, at most {@code maxRetries} times,
+ * after the policy's wait: full jitter on top of the server's {@code Retry-After}. Any other answer, a timeout of
+ * this client, a TLS failure and an answer that broke off after its head came are returned or raised at once, as
+ * is a 429 or 503 whose {@code Retry-After} is over a minute. The wait is scheduled (no thread sleeps), rounded up
+ * to whole nanoseconds.
  */
 final class Retrier {
-    /** Retry-After values beyond this are not waited for (the backoff is used instead). */
-    static final Duration MAX_RETRY_AFTER = Duration.ofSeconds(60);
-
     private final HttpClient http;
-    private final int maxRetries;
-    private final Duration base;
-    private final Duration cap;
+    private volatile RetryPolicy policy;
 
     Retrier(HttpClient http, int maxRetries, Duration base, Duration cap) {
         this.http = http;
-        this.maxRetries = maxRetries;
-        this.base = base;
-        this.cap = cap;
+        this.policy = new RetryPolicy(maxRetries, seconds(base), seconds(cap), RetryPolicy.DEFAULT_RANDOM);
+    }
+
+    /** Draws the jitter from {@code random} (the builders' {@code retryRandom}); set by the client's constructor. */
+    void drawFrom(DoubleSupplier random) {
+        policy = policy.withRandom(random);
+    }
+
+    RetryPolicy policy() {
+        return policy;
+    }
+
+    /** A duration in seconds, one rounding: nanoseconds (exact below 2^53) divided by 10^9. */
+    static double seconds(Duration d) {
+        return d.toNanos() / 1e9;
     }
 
     /** {@code maxRetries}, checked for both clients' builders. */
@@ -57,6 +65,11 @@ final class Retrier {
         if (base.isNegative() || cap.isNegative()) {
             throw new IllegalArgumentException("backoff durations must not be negative");
         }
+    }
+
+    /** The random source of the builders' {@code retryRandom}, checked. */
+    static DoubleSupplier checkRandom(DoubleSupplier random) {
+        return Objects.requireNonNull(random, "random");
     }
 
     /** The formats of a builder's {@code formats(...)}, first occurrence kept, at least one. */
@@ -75,70 +88,60 @@ final class Retrier {
 
     /** The request sent until it gets an answer that is not retried, or the retries are spent. */
     <T> CompletableFuture<Answer<T>> send(HttpRequest request, HttpResponse.BodyHandler<T> handler) {
-        return attempt(request, handler, 1);
+        return attempt(policy, request, handler, 1);
     }
 
-    private <T> CompletableFuture<Answer<T>> attempt(HttpRequest request, HttpResponse.BodyHandler<T> handler, int n) {
-        return http.sendAsync(request, handler).handle((response, failure) -> {
+    private <T> CompletableFuture<Answer<T>> attempt(RetryPolicy p, HttpRequest request,
+            HttpResponse.BodyHandler<T> handler, int n) {
+        AtomicBoolean answered = new AtomicBoolean(); // the answer's head came: a failure now is not retried
+        HttpResponse.BodyHandler<T> marking = info -> {
+            answered.set(true);
+            return handler.apply(info);
+        };
+        return http.sendAsync(request, marking).handle((response, failure) -> {
             if (failure == null) {
                 int status = response.statusCode();
-                if ((status == 429 || status == 503) && n <= maxRetries) {
-                    return later(request, handler, n, retryAfter(response.headers().firstValue("Retry-After")));
+                if (status == 429 || status == 503) {
+                    OptionalDouble wait = p.wait(n, status, response.headers().firstValue("Retry-After").orElse(null),
+                            RetryPolicy.now());
+                    if (wait.isPresent()) {
+                        return later(p, request, handler, n, wait.getAsDouble());
+                    }
                 }
                 return CompletableFuture.completedFuture(new Answer<>(response, n));
             }
             Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
-            if (connectFailure(cause) && n <= maxRetries) {
-                return later(request, handler, n, Optional.<Duration>empty());
+            if (!answered.get() && connectionFailure(cause)) {
+                OptionalDouble wait = p.wait(n, 0, null, RetryPolicy.now());
+                if (wait.isPresent()) {
+                    return later(p, request, handler, n, wait.getAsDouble());
+                }
             }
             return CompletableFuture.<Answer<T>>failedFuture(cause instanceof IOException ? new AttemptsException(cause, n) : cause);
         }).thenCompose(f -> f);
     }
 
-    private <T> CompletableFuture<Answer<T>> later(HttpRequest request, HttpResponse.BodyHandler<T> handler, int n,
-            Optional<Duration> retryAfter) {
-        // the jitter is added to Retry-After too, so that clients told the same wait do not all come back at once
-        long millis = retryAfter.map(Duration::toMillis).orElse(0L) + backoffMillis(n);
-        return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(millis, TimeUnit.MILLISECONDS))
-                .thenCompose(x -> attempt(request, handler, n + 1));
+    private <T> CompletableFuture<Answer<T>> later(RetryPolicy p, HttpRequest request, HttpResponse.BodyHandler<T> handler,
+            int n, double seconds) {
+        long nanos = (long) Math.ceil(seconds * 1e9); // never sooner than asked
+        return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(nanos, TimeUnit.NANOSECONDS))
+                .thenCompose(x -> attempt(p, request, handler, n + 1));
     }
 
-    /** Full jitter: uniform in [0, min(cap, base * 2^(retry - 1))). */
-    long backoffMillis(int retry) {
-        long ceiling = Math.min(cap.toMillis(), base.toMillis() << Math.min(retry - 1, 30));
-        return ceiling <= 0 ? 0 : ThreadLocalRandom.current().nextLong(ceiling + 1);
-    }
-
-    /** A connection that could not be made: nothing of the request reached the server. */
-    static boolean connectFailure(Throwable t) {
-        for (; t != null; t = t.getCause()) {
-            if (t instanceof ConnectException || t instanceof HttpConnectTimeoutException) {
-                return true;
+    /**
+     * A connection that failed before any byte of an answer (the caller checks that no head came): an I/O error
+     * that is not this client's timeout (the server may still be working), a TLS failure or a malformed answer.
+     */
+    static boolean connectionFailure(Throwable t) {
+        if (!(t instanceof IOException)) {
+            return false;
+        }
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof HttpTimeoutException || c instanceof SSLException || c instanceof ProtocolException) {
+                return false;
             }
         }
-        return false;
-    }
-
-    /** {@code Retry-After} as a wait: delta-seconds or an HTTP date; empty when absent, invalid or over a minute. */
-    static Optional<Duration> retryAfter(Optional<String> value) {
-        if (value.isEmpty()) {
-            return Optional.empty();
-        }
-        String v = value.get().trim();
-        Duration d;
-        if (!v.isEmpty() && v.chars().allMatch(c -> c >= '0' && c <= '9')) {
-            d = v.length() > 9 ? MAX_RETRY_AFTER.plusSeconds(1) : Duration.ofSeconds(Long.parseLong(v));
-        } else {
-            try {
-                d = Duration.between(Instant.now(), ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant());
-            } catch (DateTimeParseException e) {
-                return Optional.empty();
-            }
-            if (d.isNegative()) {
-                d = Duration.ZERO;
-            }
-        }
-        return d.compareTo(MAX_RETRY_AFTER) > 0 ? Optional.empty() : Optional.of(d);
+        return true;
     }
 
     /** An I/O failure of the last attempt: the message says how many attempts were made. */

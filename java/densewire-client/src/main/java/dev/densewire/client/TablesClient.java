@@ -68,6 +68,7 @@ public final class TablesClient {
         this.maxResponseBytes = b.maxResponseBytes;
         this.acceptEncoding = b.acceptEncoding;
         this.retrier = new Retrier(http, b.maxRetries, b.backoffBase, b.backoffCap);
+        retrier.drawFrom(b.retryRandom);
     }
 
     public static Builder builder(URI baseUri) {
@@ -292,6 +293,7 @@ public final class TablesClient {
         private int maxRetries = 2;
         private Duration backoffBase = Duration.ofMillis(500);
         private Duration backoffCap = Duration.ofSeconds(8);
+        private java.util.function.DoubleSupplier retryRandom = RetryPolicy.DEFAULT_RANDOM;
 
         private Builder(URI baseUri) {
             this.baseUri = Objects.requireNonNull(baseUri, "baseUri");
@@ -351,6 +353,12 @@ public final class TablesClient {
             Retrier.checkBackoff(base, cap);
             this.backoffBase = base;
             this.backoffCap = cap;
+            return this;
+        }
+
+        /** As {@link DensewireClient.Builder#retryRandom}: the source of the backoff's draws. */
+        public Builder retryRandom(java.util.function.DoubleSupplier random) {
+            this.retryRandom = Retrier.checkRandom(random);
             return this;
         }
 

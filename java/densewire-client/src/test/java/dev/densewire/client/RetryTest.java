@@ -27,7 +27,9 @@ import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
+import java.util.HashSet;
+import java.util.OptionalDouble;
+import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
@@ -164,32 +166,79 @@ class RetryTest {
 
     @Test
     void retryAfterParsesSecondsAndHttpDates() {
-        assertEquals(Optional.of(Duration.ofSeconds(3)), Retrier.retryAfter(Optional.of("3")));
-        assertEquals(Optional.of(Duration.ZERO), Retrier.retryAfter(Optional.of("0")));
-        assertEquals(Optional.empty(), Retrier.retryAfter(Optional.of("120")), "beyond a minute: the backoff instead");
-        assertEquals(Optional.empty(), Retrier.retryAfter(Optional.of("soon")));
-        assertEquals(Optional.empty(), Retrier.retryAfter(Optional.empty()));
+        double now = System.currentTimeMillis() / 1000.0;
+        assertEquals(OptionalDouble.of(3), RetryPolicy.retryAfterSeconds("3", now));
+        assertEquals(OptionalDouble.of(7), RetryPolicy.retryAfterSeconds(" \t007 ", now));
+        assertEquals(OptionalDouble.of(0), RetryPolicy.retryAfterSeconds("0", now));
+        assertEquals(OptionalDouble.of(120), RetryPolicy.retryAfterSeconds("120", now), "read as sent: wait() gives up");
+        for (String bad : new String[] {"soon", "1.5", "-1", "+3", "", "3 s", "\u0663"}) {
+            assertEquals(OptionalDouble.empty(), RetryPolicy.retryAfterSeconds(bad, now), bad);
+        }
+        assertEquals(OptionalDouble.empty(), RetryPolicy.retryAfterSeconds(null, now));
         String inTenSeconds = DateTimeFormatter.RFC_1123_DATE_TIME.format(ZonedDateTime.now(ZoneOffset.UTC).plusSeconds(10));
-        Duration d = Retrier.retryAfter(Optional.of(inTenSeconds)).orElseThrow();
-        assertTrue(d.compareTo(Duration.ofSeconds(11)) <= 0 && d.compareTo(Duration.ofSeconds(8)) >= 0, d.toString());
+        double d = RetryPolicy.retryAfterSeconds(inTenSeconds, now).orElseThrow();
+        assertTrue(d <= 11 && d >= 8, "" + d);
         String past = DateTimeFormatter.RFC_1123_DATE_TIME.format(ZonedDateTime.now(ZoneOffset.UTC).minusSeconds(10));
-        assertEquals(Optional.of(Duration.ZERO), Retrier.retryAfter(Optional.of(past)));
+        assertEquals(OptionalDouble.of(0), RetryPolicy.retryAfterSeconds(past, now));
     }
 
     @Test
-    void backoffIsFullJitterUnderTheCap() {
-        Retrier r = new Retrier(null, 2, Duration.ofMillis(100), Duration.ofMillis(1000));
-        for (int retry = 1; retry <= 8; retry++) {
-            long ceiling = Math.min(1000, 100L << (retry - 1));
-            List<Long> waits = new ArrayList<>();
+    void backoffIsFullJitterUnderTheCapOnTopOfRetryAfter() {
+        RetryPolicy p = new RetryPolicy(9, 0.1, 1.0, RetryPolicy.DEFAULT_RANDOM);
+        for (int retry = 1; retry <= 9; retry++) {
+            double bound = Math.min(1.0, 0.1 * (1 << (retry - 1)));
+            List<Double> waits = new ArrayList<>();
             for (int i = 0; i < 2000; i++) {
-                long w = r.backoffMillis(retry);
-                assertTrue(w >= 0 && w <= ceiling, "retry " + retry + " waited " + w);
+                double w = p.wait(retry, 0, null, 0).orElseThrow();
+                assertTrue(w >= 0 && w < bound, "retry " + retry + " waited " + w);
                 waits.add(w);
             }
-            // full jitter: the waits spread over [0, ceiling], not bunched at the top
-            assertTrue(waits.stream().anyMatch(w -> w < ceiling / 4) && waits.stream().anyMatch(w -> w > 3 * ceiling / 4), "retry " + retry);
+            // full jitter: the waits spread over [0, bound), not bunched at the top
+            assertTrue(waits.stream().anyMatch(w -> w < bound / 4) && waits.stream().anyMatch(w -> w > 3 * bound / 4), "retry " + retry);
         }
+        Set<Double> onTop = new HashSet<>();
+        for (int i = 0; i < 200; i++) {
+            double w = p.wait(1, 429, "3", 0).orElseThrow();
+            assertTrue(w >= 3 && w < 3.1, "" + w); // never max(jitter, Retry-After)
+            onTop.add(w);
+        }
+        assertTrue(onTop.size() > 100, "spread over the tenth of a second after Retry-After: " + onTop.size());
+        assertEquals(OptionalDouble.empty(), p.wait(1, 429, "61", 0), "a server asking for more than a minute: give up");
+        assertEquals(OptionalDouble.empty(), p.wait(1, 500, null, 0));
+        assertEquals(OptionalDouble.empty(), p.wait(10, 0, null, 0));
+        assertThrows(IllegalArgumentException.class, () -> new RetryPolicy(-1, 0.5, 8, RetryPolicy.DEFAULT_RANDOM));
+    }
+
+    @Test
+    void theDrawsComeFromTheBuildersRandomSource() {
+        faults.addAll(List.of(fault(503), new Fault(429, Map.of("Retry-After", "0"))));
+        List<Integer> draws = new CopyOnWriteArrayList<>();
+        DensewireClient c = DensewireClient.builder(uri()).retryBackoff(Duration.ofMillis(400), Duration.ofSeconds(8))
+                .retryRandom(() -> {
+                    draws.add(draws.size());
+                    return 0.5;
+                }).build();
+        assertEquals(1, c.embed(List.of("a")).tensor().rows());
+        assertEquals(List.of(0, 1), draws, "one draw for each wait");
+        // 0.5 * 0.4 s, then 0 + 0.5 * 0.8 s: the waits the draws give, never less
+        long firstMillis = (arrivals.get(1) - arrivals.get(0)) / 1_000_000;
+        long secondMillis = (arrivals.get(2) - arrivals.get(1)) / 1_000_000;
+        assertTrue(firstMillis >= 200 && secondMillis >= 400, firstMillis + " ms, " + secondMillis + " ms");
+        assertThrows(NullPointerException.class, () -> DensewireClient.builder(uri()).retryRandom(null));
+    }
+
+    @Test
+    void aRetryAfterOverAMinuteGivesUpAtOnceAndTheErrorCarriesIt() {
+        faults.add(new Fault(429, Map.of("Retry-After", "61")));
+        DensewireApiException e = assertThrows(DensewireApiException.class, () -> client().build().embed(List.of("a")));
+        assertEquals(1, arrivals.size());
+        assertEquals(1, e.attempts());
+        assertEquals(OptionalDouble.of(61), e.retryAfter());
+        assertTrue(e.getMessage().contains("come back in 61.0 s"), e.getMessage());
+        faults.add(new Fault(503, Map.of("Retry-After", "99999999999999999999")));
+        e = assertThrows(DensewireApiException.class, () -> TablesClient.builder(uri()).build().get("t"));
+        assertEquals(2, arrivals.size());
+        assertEquals(OptionalDouble.of(1e20), e.retryAfter());
     }
 
     @Test
@@ -202,7 +251,7 @@ class RetryTest {
                 .retryBackoff(Duration.ofMillis(1), Duration.ofMillis(5)).maxRetries(3).build();
         UncheckedIOException e = assertThrows(UncheckedIOException.class, () -> c.embed(List.of("a")));
         assertTrue(e.getMessage().contains("(4 attempts)"), e.getMessage());
-        assertTrue(Retrier.connectFailure(e), "a connection failure: " + e);
+        assertTrue(Retrier.connectionFailure(e.getCause()), "a connection failure: " + e);
     }
 
     @Test

@@ -50,6 +50,7 @@ class GoldenVectorsTest {
         runners.put("tables.json", GoldenTablesTest::tableCase);
         runners.put("pgcopy.json", GoldenPgCopy::run);
         runners.put("quantization.json", GoldenQuantization::run);
+        runners.put("retry.json", GoldenRetry::run);
         Map<String, JsonNode> cases = new LinkedHashMap<>();
         for (String name : runners.keySet()) {
             JsonNode doc = Golden.load(name);
