@@ -7,6 +7,7 @@ operation; the two must agree, and so must the expectation written in testdata/c
 
 from __future__ import annotations
 
+import math
 import struct
 from email.utils import parsedate_to_datetime
 from fractions import Fraction
@@ -55,7 +56,7 @@ def schedule(c: dict) -> dict:
     n, base, cap, draw = c["retry"], c["base"], c["cap"], c["draw"]
     # binary64, in the spec's order (min first when base * 2**(n-1) would overflow)
     try:
-        product = base * 2.0 ** (n - 1)
+        product = math.ldexp(base, n - 1)  # base * 2**(n-1), exact: 0 stays 0 for any n
     except OverflowError:
         product = float("inf")
     bound = min(cap, product)

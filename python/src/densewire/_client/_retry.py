@@ -10,6 +10,7 @@ OpenAI SDKs': 2 retries, 0.5 s doubling to 8 s.
 
 from __future__ import annotations
 
+import math
 import random as _random
 import time
 from collections.abc import Callable
@@ -64,7 +65,7 @@ class RetryPolicy:
     def backoff(self, retry: int) -> float:
         """The jitter of retry ``retry`` (1 for the first): a draw times ``min(cap, base * 2**(retry-1))``."""
         try:
-            product = self.backoff_base * 2.0 ** (retry - 1)
+            product = math.ldexp(self.backoff_base, retry - 1)  # base * 2**(n-1), exact: 0 stays 0 for any n
         except OverflowError:
             product = float("inf")
         return self.random() * min(self.backoff_cap, product)
