@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
+from densewire._backends.precision import choose, merge_quantize
+
 from .tables.config import parse_compression, table_specs
 
 __all__ = ["ServerConfig", "SETTINGS", "Setting", "config_from_env", "config_to_env", "cores", "env_name",
@@ -325,9 +327,12 @@ def validate(cfg: ServerConfig) -> None:
         raise ValueError(f"--precision must be auto, fp32, bf16 or int8 (got {cfg.precision!r})")
     if cfg.quantize not in ("none", "int8"):
         raise ValueError(f"--quantize must be none or int8 (got {cfg.quantize!r})")
-    if cfg.quantize == "int8" and cfg.precision not in ("auto", "int8"):
-        raise ValueError(f"--quantize int8 is the older name of --precision int8 and disagrees with "
-                         f"--precision {cfg.precision}: give one of them")
+    if not cfg.model.strip().lower().startswith(("hash:", "st:", "upstream:")):
+        # a BERT-family model: a precision or engine this CPU cannot run is refused before the server starts
+        choose(cfg.engine, merge_quantize(cfg.precision, cfg.quantize))
+    elif cfg.precision != "auto" or cfg.quantize != "none":
+        raise ValueError(f"--precision {cfg.precision} / --quantize {cfg.quantize} apply only to BERT-family "
+                         f"models (minilm, a model folder or a Hugging Face id), not --model {cfg.model}")
     if cfg.prewarm_interval and not cfg.prewarm:
         raise ValueError("--prewarm-interval needs --prewarm FILE")
     parse_compression(cfg.table_compression)
