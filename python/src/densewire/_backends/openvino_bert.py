@@ -107,7 +107,9 @@ class OpenVinoBertBackend(SentenceEncoder):
         if threads:
             config["INFERENCE_NUM_THREADS"] = int(threads)
         self._compiled = core.compile_model(str(self.ir_path), "CPU", config)
-        self.runtime_precision = str(self._compiled.get_property("INFERENCE_PRECISION_HINT"))
+        hint = self._compiled.get_property("INFERENCE_PRECISION_HINT")  # an openvino.Type: f32, bf16
+        #: what OpenVINO compiled the model in ("f32", "bf16")
+        self.runtime_precision = hint.get_type_name() if hasattr(hint, "get_type_name") else str(hint)
         self.execution_provider = f"CPU ({core.get_property('CPU', 'FULL_DEVICE_NAME')})"
         self.openvino_version = ov.__version__
         self._local = threading.local()
