@@ -342,11 +342,11 @@ class BertBackend(SentenceEncoder):
         chunk = max(1, self._ffn_chunk_rows)
         inter = np.empty((min(chunk, t), self._layers[0].w_in.shape[1]), dtype=_F32)
         scratch = GeluScratch(inter.size)
-        r = round_bf16 if self._bf16 else _same
+        bf = round_bf16 if self._bf16 else _same
         for lay in self._layers:
-            np.matmul(r(x), lay.w_qkv, out=qkv)
+            np.matmul(bf(x), lay.w_qkv, out=qkv)
             qkv += lay.b_qkv
-            r(qkv)
+            bf(qkv)
             if padded:
                 qkv_pad[slots] = qkv
             qkv5 = qkv_view.reshape(b, length, 3, heads, hd).transpose(2, 0, 3, 1, 4)
@@ -358,10 +358,10 @@ class BertBackend(SentenceEncoder):
             np.exp(scores, out=scores)
             np.sum(scores, axis=-1, keepdims=True, out=row_sum)
             scores /= row_sum
-            np.matmul(r(scores), qkv5[2], out=ctx_h)
+            np.matmul(bf(scores), qkv5[2], out=ctx_h)
             if padded:
                 np.take(ctx.reshape(b * length, d), slots, axis=0, out=ctx_rows)
-            np.matmul(r(ctx_rows), lay.w_attn_out, out=h)
+            np.matmul(bf(ctx_rows), lay.w_attn_out, out=h)
             h += lay.b_attn_out
             h += x
             _layer_norm(h, lay.ln1_w, lay.ln1_b, self._eps)
@@ -369,10 +369,10 @@ class BertBackend(SentenceEncoder):
             for r in range(0, t, chunk):
                 rows = slice(r, min(r + chunk, t))
                 part = inter[: rows.stop - r]
-                np.matmul(r(h[rows]), lay.w_in, out=part)
+                np.matmul(bf(h[rows]), lay.w_in, out=part)
                 part += lay.b_in
                 gelu(part, out=part, scratch=scratch)
-                np.matmul(r(part), lay.w_out, out=x[rows])
+                np.matmul(bf(part), lay.w_out, out=x[rows])
             x += lay.b_out
             x += h
             _layer_norm(x, lay.ln2_w, lay.ln2_b, self._eps)
