@@ -58,8 +58,9 @@ def contenders(threads: int) -> dict:
     out = {
         "onnx fp32": lambda: OnnxBertBackend(path, threads=threads),
         "openvino fp32": lambda: OpenVinoBertBackend(path, threads=threads),
-        "numpy fp32": lambda: BertBackend(path),
-        "numpy bf16 (weights and activations rounded)": lambda: BertBackend(path, emulate_bf16=True),
+        "numpy fp32": lambda: BertBackend(path, blas_threads=threads),
+        "numpy bf16 (weights and activations rounded)": lambda: BertBackend(path, emulate_bf16=True,
+                                                                          blas_threads=threads),
         "onnx int8, reduce_range (7-bit weights)": lambda: OnnxBertBackend(path, threads=threads, quantize="int8",
                                                                            reduce_range=True),
         "onnx int8, 8-bit weights": lambda: OnnxBertBackend(path, threads=threads, quantize="int8",
