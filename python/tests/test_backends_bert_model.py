@@ -85,7 +85,7 @@ def test_load_backend_picks_the_engine(variant: tuple[str, Path], tmp_path: Path
     assert isinstance(default, OnnxBertBackend) and default.engine == "onnx"
     assert default.execution_provider == "CPUExecutionProvider"
     assert isinstance(load_backend(str(folder), engine="numpy"), BertBackend)
-    with pytest.raises(ValueError, match="engine must be one of onnx, numpy"):
+    with pytest.raises(ValueError, match="engine must be one of auto, onnx, openvino, numpy"):
         load_backend(str(folder), engine="torch")
     with pytest.raises(ValueError, match="needs the onnx engine"):
         load_backend(str(folder), engine="numpy", quantize="int8")

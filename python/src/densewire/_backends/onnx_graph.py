@@ -47,7 +47,8 @@ import numpy as np
 from .._optional import require
 from .bert_model import BertLayer, BertModel
 
-__all__ = ["BUILDER_VERSION", "DISABLED_FUSIONS", "GraphBuilder", "build_graph", "packed_feeds", "OPSET"]
+__all__ = ["BUILDER_VERSION", "DISABLED_FUSIONS", "GraphBuilder", "build_graph", "build_plain_graph", "packed_feeds",
+           "OPSET"]
 
 BUILDER_VERSION = "3"
 #: ONNX Runtime graph transformers to switch off for this graph (``InferenceSession(disabled_optimizers=...)``)
@@ -83,9 +84,11 @@ class GraphBuilder:
     #: the operators of ONNX Runtime's ``com.microsoft`` domain these graphs may use
     MS_OPS = frozenset({"MultiHeadAttention", "Gelu", "Attention", "EmbedLayerNormalization"})
 
-    def __init__(self, model: BertModel) -> None:
+    def __init__(self, model: BertModel, plain: bool = False) -> None:
         self.onnx = require("onnx", extra="serve", feature="the ONNX engine")
         self.model = model
+        #: standard ONNX operators only (no ``com.microsoft`` domain): the graph OpenVINO reads
+        self.plain = plain
         self.inits: list = []
         self.nodes: list = []
 
@@ -96,6 +99,19 @@ class GraphBuilder:
     def node(self, op: str, inputs: list[str], outputs: list[str], name: str, **attrs: object) -> None:
         domain = _MS if op in self.MS_OPS else ""
         self.nodes.append(self.onnx.helper.make_node(op, inputs, outputs, name=name, domain=domain, **attrs))
+
+    def gelu(self, p: str, x: str, out: str) -> None:
+        """Exact (erf) GELU of ``x``: ``com.microsoft`` ``Gelu``, or with ``plain`` the standard-operator
+        composition ``x * 0.5 * (1 + Erf(x / sqrt 2))`` that other runtimes read and fuse back into one Gelu."""
+        if not self.plain:
+            self.node("Gelu", [x], [out], p + "gelu")
+            return
+        const, node = self.const, self.node
+        node("Div", [x, const(p + "sqrt2", np.array(np.sqrt(2.0)))], [p + "gelu_div"], p + "gelu_div")
+        node("Erf", [p + "gelu_div"], [p + "gelu_erf"], p + "gelu_erf")
+        node("Add", [p + "gelu_erf", const(p + "gelu_one", np.array(1.0))], [p + "gelu_erf1"], p + "gelu_erf1")
+        node("Mul", [x, p + "gelu_erf1"], [p + "gelu_mul"], p + "gelu_mul")
+        node("Mul", [p + "gelu_mul", const(p + "gelu_half", np.array(0.5))], [out], p + "gelu_half")
 
     def layer_tail(self, lay: BertLayer, p: str, x: str, context: str, out: str) -> None:
         """A layer after its attention: the output product, ``Add`` of the bias and of the residual
@@ -109,7 +125,7 @@ class GraphBuilder:
              [p + "attn_norm"], p + "ln1", axis=-1, epsilon=eps)
         node("MatMul", [p + "attn_norm", const(p + "ffn_in_w", lay.w_in)], [p + "ffn_in"], p + "ffn_in")
         node("Add", [p + "ffn_in", const(p + "ffn_in_b", lay.b_in)], [p + "ffn_biased"], p + "ffn_in_bias")
-        node("Gelu", [p + "ffn_biased"], [p + "ffn_act"], p + "gelu")
+        self.gelu(p, p + "ffn_biased", p + "ffn_act")
         node("MatMul", [p + "ffn_act", const(p + "ffn_out_w", lay.w_out)], [p + "ffn_out"], p + "ffn_out")
         node("Add", [p + "ffn_out", const(p + "ffn_out_b", lay.b_out)], [p + "ffn_biased_out"], p + "ffn_out_bias")
         node("Add", [p + "ffn_biased_out", p + "attn_norm"], [p + "ffn_residual"], p + "ffn_residual")
@@ -125,10 +141,9 @@ class GraphBuilder:
             [helper.make_tensor_value_info("last_hidden_state", tensor.FLOAT, [rows, self.model.hidden])],
             initializer=self.inits,
         )
-        proto = helper.make_model(
-            graph, producer_name="densewire", producer_version=BUILDER_VERSION,
-            opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(_MS, 1)],
-        )
+        opsets = [helper.make_opsetid("", OPSET)] + ([] if self.plain else [helper.make_opsetid(_MS, 1)])
+        proto = helper.make_model(graph, producer_name="densewire", producer_version=BUILDER_VERSION,
+                                  opset_imports=opsets)
         proto.ir_version = 8
         return proto
 
@@ -158,6 +173,62 @@ def build_graph(model: BertModel) -> "onnx.ModelProto":  # noqa: F821 (onnx impo
         node("Split", [p + "qkv_padded", qkv_split], [p + "q", p + "k", p + "v"], p + "split", axis=2)
         node("MultiHeadAttention", [p + "q", p + "k", p + "v", const(p + "qkv_b", b_qkv), "key_padding_mask"],
              [p + "context_padded"], p + "attention", num_heads=model.heads)
+        node("Reshape", [p + "context_padded", rows_shape], [p + "context_slots"], p + "slots")
+        node("Gather", [p + "context_slots", "unpad_index"], [p + "context"], p + "unpad", axis=0)
+        out = "last_hidden_state" if n == len(layers) - 1 else f"hidden_{n + 1}"
+        g.layer_tail(lay, p, x, p + "context", out)
+        x = out
+    return g.proto([("input_ids", ["tokens"]), ("position_ids", ["tokens"]), ("pad_index", ["batch", "sequence"]),
+                    ("unpad_index", ["tokens"]), ("key_padding_mask", ["batch", "sequence"])], "tokens")
+
+
+def build_plain_graph(model: BertModel) -> "onnx.ModelProto":  # noqa: F821
+    """The packed graph of ``model`` in standard ONNX operators only, for runtimes other than ONNX
+    Runtime (the OpenVINO engine): the same inputs and output as :func:`build_graph`, the same packed
+    linear layers; attention is ``Reshape``/``Transpose``/``MatMul``/``Softmax`` on the padded view with
+    the key padding mask as an additive bias, and GELU the ``Erf`` composition (:meth:`GraphBuilder.gelu`)."""
+    g = GraphBuilder(model, plain=True)
+    const, node = g.const, g.node
+    emb, layers = model.load_weights()
+    d, h = model.hidden, model.heads
+    hd = d // h
+    position = emb["position"] + emb["token_type"]
+    node("Gather", [const("word_embeddings", emb["word"]), "input_ids"], ["word"], "word", axis=0)
+    node("Gather", [const("position_embeddings", position), "position_ids"], ["position"], "position", axis=0)
+    node("Add", ["word", "position"], ["embedded"], "embedded")
+    node("LayerNormalization", ["embedded", const("embeddings_ln_w", emb["ln_w"]),
+                                const("embeddings_ln_b", emb["ln_b"])],
+         ["hidden_0"], "embeddings_ln", axis=-1, epsilon=model.eps)
+    # (batch, 1, 1, sequence): 0 for real keys, -1e9 for padding
+    node("Cast", ["key_padding_mask"], ["mask_f"], "mask_f", to=g.onnx.TensorProto.FLOAT)
+    node("Sub", ["mask_f", const("one_f", np.array(1.0))], ["mask_neg"], "mask_neg")
+    node("Mul", ["mask_neg", const("big_f", np.array(1e9))], ["mask_bias0"], "mask_bias0")
+    node("Unsqueeze", ["mask_bias0", const("axes_12", np.array([1, 2]), np.int64)], ["mask_bias"], "mask_bias")
+    rows_shape = const("rows_shape", np.array([-1, d]), np.int64)
+    heads_shape = const("heads_shape", np.array([0, 0, 3, h, hd]), np.int64)
+    x = "hidden_0"
+    scale = 1.0 / np.sqrt(hd)
+    for n, lay in enumerate(layers):
+        p = f"layer{n}_"
+        w_qkv = np.concatenate([lay.w_q * scale, lay.w_k, lay.w_v], axis=1)  # 1/sqrt(head size) folded into Q
+        b_qkv = np.concatenate([lay.b_q * scale, lay.b_k, lay.b_v])
+        node("MatMul", [x, const(p + "qkv_w", w_qkv)], [p + "qkv_mm"], p + "qkv")
+        node("Add", [p + "qkv_mm", const(p + "qkv_b", b_qkv)], [p + "qkv"], p + "qkv_bias")
+        node("Gather", [p + "qkv", "pad_index"], [p + "qkv_padded"], p + "pad", axis=0)
+        node("Reshape", [p + "qkv_padded", heads_shape], [p + "qkv_heads"], p + "qkv_heads")
+        # (3, batch, heads, sequence, head size)
+        node("Transpose", [p + "qkv_heads"], [p + "qkv_t"], p + "qkv_t", perm=[2, 0, 3, 1, 4])
+        node("Split", [p + "qkv_t", const(p + "ones3", np.array([1, 1, 1]), np.int64)],
+             [p + "q5", p + "k5", p + "v5"], p + "split", axis=0)
+        for part in ("q", "k", "v"):
+            node("Squeeze", [p + part + "5", const(p + part + "_axis0", np.array([0]), np.int64)], [p + part],
+                 p + part + "_squeeze")
+        node("Transpose", [p + "k"], [p + "k_t"], p + "k_t", perm=[0, 1, 3, 2])
+        node("MatMul", [p + "q", p + "k_t"], [p + "scores"], p + "scores")
+        node("Add", [p + "scores", "mask_bias"], [p + "masked"], p + "masked")
+        node("Softmax", [p + "masked"], [p + "probs"], p + "softmax", axis=-1)
+        node("MatMul", [p + "probs", p + "v"], [p + "context_heads"], p + "context_heads")
+        node("Transpose", [p + "context_heads"], [p + "context_padded"], p + "context_t", perm=[0, 2, 1, 3])
         node("Reshape", [p + "context_padded", rows_shape], [p + "context_slots"], p + "slots")
         node("Gather", [p + "context_slots", "unpad_index"], [p + "context"], p + "unpad", axis=0)
         out = "last_hidden_state" if n == len(layers) - 1 else f"hidden_{n + 1}"

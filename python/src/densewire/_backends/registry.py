@@ -60,8 +60,8 @@ def _looks_like_path(spec: str) -> bool:
     )
 
 
-def load_backend(spec: str = DEFAULT_SPEC, *, engine: str | None = None, quantize: str | None = None,
-                 threads: int | None = None, **options: Any) -> Backend:
+def load_backend(spec: str = DEFAULT_SPEC, *, engine: str | None = None, precision: str | None = None,
+                 quantize: str | None = None, threads: int | None = None, **options: Any) -> Backend:
     """Build a backend from a short spec string.
 
     * ``"minilm"`` / ``"default"`` / ``""`` / the model id
@@ -74,12 +74,13 @@ def load_backend(spec: str = DEFAULT_SPEC, *, engine: str | None = None, quantiz
     * ``"st:NAME_OR_PATH"``: :class:`SentenceTransformerBackend`.
     * ``"upstream:URL"`` with ``model=...``: :class:`UpstreamBackend`.
 
-    ``engine`` (``"onnx"``, the default, or ``"numpy"``), ``quantize``
-    (``"int8"``, onnx only) and ``threads`` (intra-op threads) apply to the
-    built-in BERT engine (see ``engines.load_bert``). Extra keyword options
+    ``engine`` (``"auto"``, the default, ``"onnx"``, ``"openvino"`` or ``"numpy"``),
+    ``precision`` (``"auto"``, the default, ``"fp32"``, ``"bf16"`` or ``"int8"``;
+    ``quantize="int8"`` is its older spelling of int8) and ``threads`` (intra-op
+    threads) apply to the built-in BERT engine (see ``engines.load_bert``). Extra keyword options
     go to the backend's constructor; unknown ones raise ``ValueError`` naming them.
     """
-    bert = dict(engine=engine, quantize=quantize, threads=threads)
+    bert = dict(engine=engine, precision=precision, quantize=quantize, threads=threads)
     if not isinstance(spec, str):
         raise ValueError(f"backend spec must be a string, not {type(spec).__name__}; {_SPEC_HELP}")
     raw = spec
@@ -96,6 +97,9 @@ def load_backend(spec: str = DEFAULT_SPEC, *, engine: str | None = None, quantiz
     prefix_l = prefix.lower()
     if sep and prefix_l in ("hash", "st", "upstream") and quantize not in (None, "", "none"):
         raise ValueError(f"backend spec {raw!r}: quantize={quantize!r} applies only to BERT models "
+                         f"(minilm, a model folder or a Hugging Face id)")
+    if sep and prefix_l in ("hash", "st", "upstream") and precision not in (None, "", "auto"):
+        raise ValueError(f"backend spec {raw!r}: precision={precision!r} applies only to BERT models "
                          f"(minilm, a model folder or a Hugging Face id)")
     if sep and prefix_l == "hash":
         try:

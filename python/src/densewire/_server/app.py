@@ -61,7 +61,7 @@ from .metrics import CONTENT_TYPE_LATEST, Metrics
 from .negotiation import VARY
 from .openapi import build_openapi
 from .quantization import LazyQuantizer, calibrates_at_load
-from .pages import DocsFiles, docs, home, ready_block
+from .pages import DocsFiles, cpu_features_of, docs, home, ready_block
 from .pipeline import Call, _parse, _state, openai_error, run_call
 from .responses import ErrorResponse
 from .tables.config import table_specs
@@ -169,14 +169,18 @@ class ServerState:
 
 
 def _engine_options(cfg: ServerConfig) -> dict[str, Any]:
-    """--engine, --quantize and --blas-threads (intra-op threads) for load_backend (issue 19)."""
-    return {"engine": cfg.engine, "quantize": cfg.quantize, "threads": cfg.blas_threads or None}
+    """--engine, --precision, --quantize and --blas-threads (intra-op threads) for load_backend (issues 19, 26)."""
+    return {"engine": cfg.engine, "precision": cfg.precision, "quantize": cfg.quantize,
+            "threads": cfg.blas_threads or None}
 
 
 def _engine_fields(e: Embedder) -> dict[str, Any]:
-    """The engine and execution provider running the model, for /v1/models and /health (issue 19)."""
+    """The engine, execution provider, precision and the CPU features that decided it, for /v1/models and
+    /health (issues 19, 26)."""
     return {"engine": getattr(e.backend, "engine", type(e.backend).__name__),
-            "execution_provider": getattr(e.backend, "execution_provider", None)}
+            "execution_provider": getattr(e.backend, "execution_provider", None),
+            "precision": getattr(e.backend, "precision", None),
+            "cpu_features": list(cpu_features_of(e.backend))}
 
 
 async def embeddings(request: Request) -> Response:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
+from densewire._backends.precision import choose, merge_quantize
+
 from .matryoshka import parse_matryoshka
 from .tables.config import parse_compression, table_specs
 
@@ -118,8 +120,9 @@ class ServerConfig:
     request_timeout: float = 30.0
     model_threads: int = 0  # 0: model_threads_for(cfg), as many calls as the cores hold
     blas_threads: int = 0
-    engine: str | None = None  # issue 19: None = onnx, or numpy where onnxruntime is not installed
-    quantize: str = "none"
+    engine: str | None = None  # issue 26: None = auto (precision.choose), or onnx, openvino, numpy
+    precision: str = "auto"  # issue 26: auto (bf16 on a CPU with AMX/AVX512_BF16, else fp32), fp32, bf16, int8
+    quantize: str = "none"  # the older name of --precision int8
     cache_bytes: int = 256 * MiB
     prewarm: str | None = None
     prewarm_interval: float = 0.0
@@ -205,13 +208,19 @@ SETTINGS: tuple[Setting, ...] = (
             "intra_op_num_threads with --engine onnx, the BLAS library's (OpenBLAS, MKL) threads with "
             "--engine numpy (default 0: one per core; 1 is best on a machine shared with other work)",
             "N"),
-    Setting("engine", _opt_str, "engine of BERT-family models: onnx (default: ONNX Runtime, the graph "
-            "built from the model's files and cached in ~/.cache/densewire/onnx) or numpy (the "
-            "reference engine, about 2x slower; the fallback where onnxruntime has no wheel, and the "
-            "default when it is not installed)", "ENGINE", choices=("onnx", "numpy")),
-    Setting("quantize", str, "none (default, float32) or int8: ONNX Runtime dynamic int8 quantization "
-            "of the linear layers (onnx engine; faster, cosine about 0.99 to float32: see README)",
-            "MODE", choices=("none", "int8")),
+    Setting("engine", _opt_str, "engine of BERT-family models: auto (default: the engine measured fastest "
+            "for the precision on this CPU: openvino for bf16, onnx for fp32 and int8), onnx (ONNX Runtime, "
+            "the graph built from the model's files and cached in ~/.cache/densewire/onnx), openvino "
+            "(OpenVINO's CPU plugin, fp32 or bf16; cached in ~/.cache/densewire/openvino) or numpy (the "
+            "reference engine, about 2x slower; the fallback where onnxruntime has no wheel)", "ENGINE",
+            choices=("auto", "onnx", "openvino", "numpy")),
+    Setting("precision", str, "number format of the model's matrix products: auto (default: bf16 where the "
+            "CPU multiplies it natively, amx_bf16 or avx512_bf16 in /proc/cpuinfo, else fp32), fp32, bf16 "
+            "(a start-up error on a CPU without those units) or int8 (ONNX Runtime dynamic quantization: "
+            "faster, cosine about 0.98 to fp32; see README, Precision)", "PRECISION",
+            choices=("auto", "fp32", "bf16", "int8")),
+    Setting("quantize", str, "the older name of --precision int8: none (default) or int8; it may not "
+            "disagree with --precision", "MODE", choices=("none", "int8")),
     Setting("cache_bytes", _size, "size of the in-process vector cache (default 256M; 0 = off)", "BYTES"),
     Setting("prewarm", _opt_str, "file of texts, one a line, embedded into the cache at start", "FILE"),
     Setting("prewarm_interval", float, "re-run the pre-warm every SECONDS (default 0 = only at start)",
@@ -331,6 +340,18 @@ def validate(cfg: ServerConfig) -> None:
             raise ValueError(f"--{name.replace('_', '-')} {why} (got {getattr(cfg, name)!r})")
     if cfg.token_ids not in (None, "cl100k_base", "model", "reject"):
         raise ValueError(f"--token-ids must be cl100k_base, model or reject (got {cfg.token_ids!r})")
+    if cfg.engine not in (None, "auto", "onnx", "openvino", "numpy"):
+        raise ValueError(f"--engine must be auto, onnx, openvino or numpy (got {cfg.engine!r})")
+    if cfg.precision not in ("auto", "fp32", "bf16", "int8"):
+        raise ValueError(f"--precision must be auto, fp32, bf16 or int8 (got {cfg.precision!r})")
+    if cfg.quantize not in ("none", "int8"):
+        raise ValueError(f"--quantize must be none or int8 (got {cfg.quantize!r})")
+    if not cfg.model.strip().lower().startswith(("hash:", "st:", "upstream:")):
+        # a BERT-family model: a precision or engine this CPU cannot run is refused before the server starts
+        choose(cfg.engine, merge_quantize(cfg.precision, cfg.quantize))
+    elif cfg.precision != "auto" or cfg.quantize != "none":
+        raise ValueError(f"--precision {cfg.precision} / --quantize {cfg.quantize} apply only to BERT-family "
+                         f"models (minilm, a model folder or a Hugging Face id), not --model {cfg.model}")
     if cfg.prewarm_interval and not cfg.prewarm:
         raise ValueError("--prewarm-interval needs --prewarm FILE")
     validate_tls(cfg)

@@ -18,6 +18,16 @@ __all__ = ["build_openapi"]
 _BINARY = {"schema": {"type": "string", "format": "binary"}}
 
 
+#: what /v1/models and /health say about the precision the model runs in (issue 26)
+_PRECISION_FIELDS: dict[str, Any] = {
+    "precision": {"type": "string", "nullable": True, "enum": ["fp32", "bf16", "int8", "bf16-emulated", None],
+                  "description": "number format of the model's matrix products (--precision; null for a backend "
+                                 "that does not run a model here: hash, upstream)"},
+    "cpu_features": {"type": "array", "items": {"type": "string"},
+                     "description": "the CPU flags that decided precision and engine (amx_bf16, avx512_bf16, "
+                                    "amx_int8, avx512_vnni, avx_vnni, amx_tile, avx512f, avx2), those this CPU has"},
+}
+
 def _error_response(description: str) -> dict[str, Any]:
     return {"description": description,
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}}
@@ -442,6 +452,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                        "created": {"type": "integer"}, "owned_by": {"type": "string"},
                        "dimensions": {"type": "integer"}, "max_tokens": {"type": "integer"},
                        "engine": {"type": "string"}, "execution_provider": {"type": "string", "nullable": True},
+                       **_PRECISION_FIELDS,
                        "quantization": {"$ref": "#/components/schemas/Quantization"}},
     }
     vary = {"Vary": {"description": "always 'Accept, Accept-Encoding'", "schema": {"type": "string"}}}
@@ -570,6 +581,9 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                             "type": "object", "required": ["status"],
                             "properties": {"status": {"type": "string", "enum": ["ok", "degraded"]},
                                            "model": {"type": "string"}, "dimensions": {"type": "integer"},
+                                           "engine": {"type": "string"},
+                                           "execution_provider": {"type": "string", "nullable": True},
+                                           **_PRECISION_FIELDS,
                                            "redis": {"type": "string", "enum": ["up", "down", "disabled"]}}}}}},
                     "503": {"description": "the model is still loading", "content": {"application/json": {
                         "schema": {"type": "object"}}}},

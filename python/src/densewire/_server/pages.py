@@ -21,11 +21,13 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from densewire import NotFoundError
+from densewire._backends.precision import cpu_features, cpu_flags
 
 from .config import ServerConfig
 from .responses import ErrorResponse
 
 __all__ = ["home", "docs", "DocsFiles", "STATIC_DIR", "DOCS_DIR", "route_lines", "startup_block", "ready_block", "engine_of",
+           "cpu_features_of", "precision_line",
            "display_url"]
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -100,14 +102,32 @@ def engine_of(backend: Any) -> str:
     return f"{cls.__name__} ({cls.__module__})"
 
 
+def cpu_features_of(backend: Any) -> tuple[str, ...]:
+    """The CPU features that decided the backend's precision (issue 26): its own record, else this CPU's."""
+    features = getattr(backend, "cpu_features", None)
+    if features is None:
+        features = cpu_features(cpu_flags())
+    return tuple(features)
+
+
+def precision_line(backend: Any) -> str:
+    """``precision fp32 (CPU features: avx2)``, with the reason the engine chose it when it gave one."""
+    precision = getattr(backend, "precision", None) or "not stated by the backend"
+    features = ", ".join(cpu_features_of(backend)) or "none that decide precision"
+    reason = getattr(backend, "precision_reason", None)
+    return f"precision {precision} (CPU features: {features})" + (f": {reason}" if reason else "")
+
+
 def startup_block(cfg: ServerConfig, routes: Iterable[BaseRoute], *, model: str, dimensions: int, max_tokens: int,
-                  engine: str, tables: list[str]) -> str:
+                  engine: str, tables: list[str], precision: str | None = None) -> str:
     """The one block the log prints when the server is ready: URL, model, engine, routes, demo."""
     url = display_url(cfg)
     where = f" (listening on all interfaces, {cfg.host})" if cfg.host in ("0.0.0.0", "::", "") else ""
     lines = [f"densewire serve is ready at {url}/{where}",
              f"  model    {model} ({dimensions} dimensions, {max_tokens} max tokens)",
              f"  engine   {engine}"]
+    if precision:
+        lines.append(f"           {precision}")
     if cfg.workers > 1:
         lines.append(f"  workers  {cfg.workers} (this block is printed by each)")
     if cfg.api_key:
@@ -129,7 +149,7 @@ def ready_block(app: Any, state: Any) -> str:
     """:func:`startup_block` of a started app (``state``: its ``ServerState``, the model loaded)."""
     e = state.embedder
     return startup_block(state.cfg, app.routes, model=e.model_id, dimensions=e.dimensions, max_tokens=e.max_tokens,
-                         engine=engine_of(e.backend), tables=state.tables.names)
+                         engine=engine_of(e.backend), tables=state.tables.names, precision=precision_line(e.backend))
 
 
 def _base_url(request: Request) -> str:
@@ -144,7 +164,8 @@ async def home(request: Request) -> Response:
     url = _base_url(request)
     if e is not None:
         model, model_line = e.model_id, (f"<strong>{html.escape(e.model_id)}</strong>: {e.dimensions} dimensions, "
-                                         f"at most {e.max_tokens} tokens an input, run by {html.escape(engine_of(e.backend))}")
+                                         f"at most {e.max_tokens} tokens an input, run by {html.escape(engine_of(e.backend))} "
+                                         f"in {html.escape(precision_line(e.backend))}")
     else:
         model, model_line = st.cfg.model, f"<strong>{html.escape(st.cfg.model)}</strong> is still loading"
     auth = " \\\n     -H \"Authorization: Bearer $DENSEWIRE_API_KEY\"" if st.cfg.api_key else ""

@@ -59,7 +59,7 @@ def calibration_texts() -> list[str]:
 
 def backend_fingerprint(backend: Any) -> str | None:
     """A string that changes whenever the backend's vectors may: for BERT-family models the sha256 of
-    the weights and tokenizer, the config, pooling, engine and its quantization; None for a backend
+    the weights and tokenizer, the config, pooling, engine, its quantization and precision; None for a backend
     without a stable identity (its calibration is not cached)."""
     model = getattr(backend, "model", None)
     weights = getattr(model, "weights_file", None)
@@ -75,6 +75,10 @@ def backend_fingerprint(backend: Any) -> str | None:
         "engine": str(getattr(backend, "engine", type(backend).__name__)),
         "quantize": str(getattr(backend, "quantize", "none")),
     }
+    if getattr(backend, "precision", None) in ("bf16", "bf16-emulated"):  # issue 26 (fp32 keeps its old key)
+        parts["precision"] = backend.precision
+    if parts["quantize"] == "int8" and getattr(backend, "reduce_range", True) is False:
+        parts["int8_weights"] = "8bit"  # int8 with VNNI (7-bit weights, the old default, keep their key)
     tokenizer = Path(getattr(model, "folder", "")) / "tokenizer.json"
     if tokenizer.is_file():
         parts["tokenizer"] = _weights_sha256(tokenizer, memo)
