@@ -68,3 +68,28 @@ def pgvector_db():
         yield pg
     finally:
         pg.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster():
+    """A Spark standalone master and two 1-core workers (spark_support.SparkCluster), for the whole session."""
+    from spark_support import SparkCluster
+
+    cluster = SparkCluster().start()
+    try:
+        yield cluster.wait_ready()
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(spark_cluster):
+    """The session's one SparkSession on ``spark_cluster`` (an executor on each worker)."""
+    from spark_support import spark_session, wait_for_executors
+
+    session = spark_session(spark_cluster)
+    try:
+        wait_for_executors(session, spark_cluster.n_workers)
+        yield session
+    finally:
+        session.stop()

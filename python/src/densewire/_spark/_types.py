@@ -1,0 +1,84 @@
+"""The Spark side of a vector column: its Spark type per dtype, the checks the driver makes from the
+schema alone (before any task runs), and the metadata that carries the dimension along the plan.
+
+A vector column made by :func:`densewire.spark.embed` is a non-null ``array<float>`` (``array<double>``,
+``array<tinyint>``) whose element is non-null, with the field metadata ``densewire.dimensions`` and
+``densewire.dtype``; Spark keeps a field's metadata through ``select``, ``filter``, ``withColumn`` of
+other columns..., so :func:`densewire.spark.write_pgvector` can compare the dimension with the target
+column's before the job starts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._batch import BatchError
+
+__all__ = ["SPARK_DTYPES", "element_type", "check_text_column", "check_vector_column", "check_id_column",
+           "check_new_column", "dimensions_of", "field_of", "DIMENSIONS_KEY", "DTYPE_KEY"]
+
+DIMENSIONS_KEY, DTYPE_KEY = "densewire.dimensions", "densewire.dtype"
+
+#: densewire dtype -> the Spark type name of the array's elements (Spark has no float16, bfloat16 or
+#: unsigned byte: those dtypes would need a widening copy per value, so they are refused)
+SPARK_DTYPES = {"float32": "FloatType", "float64": "DoubleType", "int8": "ByteType"}
+
+
+def _types() -> Any:
+    from pyspark.sql import types
+
+    return types
+
+
+def element_type(dtype: str) -> Any:
+    """The Spark type of one value of a ``dtype`` vector."""
+    if dtype not in SPARK_DTYPES:
+        raise BatchError(f"a Spark vector column holds float32, float64 or int8 values (array<float>, array<double>, "
+                         f"array<tinyint>), not {dtype}: Spark has no type for it")
+    return getattr(_types(), SPARK_DTYPES[dtype])()
+
+
+def field_of(df: Any, name: str, what: str) -> Any:
+    """The StructField ``name`` of ``df``'s schema, or a BatchError naming the columns there are."""
+    schema = df.schema
+    if name not in schema.names:
+        raise BatchError(f"no {what} column {name!r}; the columns are {schema.names}", column=name)
+    return schema[name]
+
+
+def check_text_column(df: Any, name: str) -> None:
+    t = _types()
+    field = field_of(df, name, "text")
+    if not isinstance(field.dataType, (t.StringType, t.VarcharType, t.CharType)):
+        raise BatchError(f"the text column is of type {field.dataType.simpleString()}, not a string", column=name)
+
+
+def check_new_column(df: Any, name: str) -> None:
+    if name in df.schema.names:
+        raise BatchError("the output column is already in the DataFrame", column=name)
+
+
+def check_id_column(df: Any, name: str) -> None:
+    t = _types()
+    field = field_of(df, name, "id")
+    if not isinstance(field.dataType, (t.LongType, t.IntegerType, t.ShortType, t.ByteType, t.StringType,
+                                       t.VarcharType, t.CharType)):
+        raise BatchError(f"the id column is of type {field.dataType.simpleString()}: ids are integers or strings",
+                         column=name)
+
+
+def check_vector_column(df: Any, name: str) -> Any:
+    """The vector column's field, checked to be an array of numbers."""
+    t = _types()
+    field = field_of(df, name, "vector")
+    typ = field.dataType
+    numeric = (t.FloatType, t.DoubleType, t.ByteType, t.ShortType, t.IntegerType, t.LongType)
+    if not (isinstance(typ, t.ArrayType) and isinstance(typ.elementType, numeric)):
+        raise BatchError(f"the vector column is of type {typ.simpleString()}, not an array of numbers", column=name)
+    return field
+
+
+def dimensions_of(field: Any) -> int | None:
+    """The dimension a vector column's metadata states (None when it states none)."""
+    value = (field.metadata or {}).get(DIMENSIONS_KEY)
+    return int(value) if isinstance(value, int) and value >= 0 else None

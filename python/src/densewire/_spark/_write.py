@@ -1,0 +1,128 @@
+"""``write_pgvector`` and ``write_es_bulk``: a DataFrame's ids and vectors into a store, partition by
+partition, each row exactly once however often Spark runs a task again.
+
+Each task gathers its partition's Arrow record batches (only the id and vector columns travel) into
+one block, up to ``max_block_bytes`` of vectors (a bigger partition is cut into several blocks at
+batch boundaries), and hands each block to :class:`densewire.batch.PgvectorSink` (binary COPY into a
+temporary table, ``INSERT ... ON CONFLICT (id) DO NOTHING``, one transaction) or
+:class:`densewire.batch.EsBulkSink` (one ``_bulk`` body per block with the ids as ``_id``, or one file
+per block written atomically). A task that dies before its COMMIT leaves nothing; the attempt Spark
+runs next writes the block whole, skipping any row already there by id. A block is named by the
+write's id, the partition and its place in the partition (the same in every attempt: a file written
+again replaces itself), followed by the stage and attempt for the pgvector errors.
+
+The driver checks what the schema tells before the job: the id and vector columns and their types,
+the target table, its columns, the unique id and the vector column's dimension against the one the
+column's metadata states (a column made by :func:`densewire.spark.embed`). A job whose task failed
+every attempt raises a :class:`~densewire.batch.BatchError` with the task's own error (the column,
+row, id and block it names) and the number of attempts.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from .._batch import BatchError, EsBulkSink, PgvectorSink
+from ._failure import job_error
+from ._types import check_id_column, check_vector_column, dimensions_of
+
+__all__ = ["write_pgvector", "write_es_bulk"]
+
+DEFAULT_BLOCK_BYTES = 128 << 20
+
+
+def _blocks(batches: Iterator[pa.RecordBatch], max_bytes: int) -> Iterator[pa.Table]:
+    """The partition's batches gathered into tables of at most ``max_bytes`` (one batch at least)."""
+    pending: list[pa.RecordBatch] = []
+    size = 0
+    for batch in batches:
+        if pending and size + batch.nbytes > max_bytes:
+            yield pa.Table.from_batches(pending)
+            pending, size = [], 0
+        pending.append(batch)
+        size += batch.nbytes
+    if pending:
+        yield pa.Table.from_batches(pending)
+
+
+class _WritePartitions:
+    """The function ``mapInArrow`` runs in each write task: the partition's blocks into the sink, one
+    output row (``rows``, ``blocks``) per task."""
+
+    def __init__(self, sink: Any, job: str, max_bytes: int, attempt_in_name: bool) -> None:
+        self.sink, self.job, self.max_bytes, self.attempt_in_name = sink, job, max_bytes, attempt_in_name
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        part = ctx.partitionId() if ctx is not None else 0
+        rows = blocks = 0
+        try:
+            for k, table in enumerate(_blocks(batches, self.max_bytes)):
+                block = f"{self.job}-{part:05d}-{k:04d}"
+                if self.attempt_in_name and ctx is not None:
+                    block += f" (partition {part}, stage {ctx.stageId()}, attempt {ctx.attemptNumber()})"
+                rows += self.sink.write(table, block=block)
+                blocks += 1
+        finally:
+            close = getattr(self.sink, "close", None)
+            if close is not None:
+                close()
+        yield pa.RecordBatch.from_pydict({"rows": [rows], "blocks": [blocks]},
+                                         schema=pa.schema([("rows", pa.int64()), ("blocks", pa.int64())]))
+
+
+def _run(df: Any, sink: Any, columns: tuple[str, str], max_block_bytes: int, attempt_in_name: bool) -> int:
+    if max_block_bytes < 1:
+        raise BatchError(f"max_block_bytes must be at least 1, got {max_block_bytes}")
+    job = uuid.uuid4().hex[:12]
+    counts = df.select(*columns).mapInArrow(_WritePartitions(sink, job, max_block_bytes, attempt_in_name),
+                                            "rows long, blocks long")
+    try:
+        result = counts.collect()
+    except Exception as exc:  # a Py4J/Spark error wrapping the task's own
+        raise job_error(exc) from exc
+    return int(sum(r["rows"] for r in result))
+
+
+def write_pgvector(df: Any, conninfo: str, *, table: str, column: str, id_column: str,
+                   max_block_bytes: int = DEFAULT_BLOCK_BYTES) -> int:
+    """Write ``df``'s ``id_column`` and vector ``column`` (an array of numbers) into the same columns of
+    ``table`` (``vector(d)``, ``halfvec(d)`` or ``bit(d)``, the id ``bigint``, ``integer``, ``text`` or
+    ``uuid`` with a unique constraint): binary COPY, one transaction a block (a partition, or
+    ``max_block_bytes`` of it), each row exactly once by id. Returns the rows inserted (a row whose id
+    was there already, from an earlier run or from a task attempt whose COMMIT went through before it
+    died, is not inserted again and not counted)."""
+    check_id_column(df, id_column)
+    field = check_vector_column(df, column)
+    sink = PgvectorSink(conninfo, table=table, column=column, id_column=id_column)
+    try:
+        target = sink.target()
+    finally:
+        sink.close()
+    d = dimensions_of(field)
+    if d is not None and target.dimensions is not None:
+        width = d * 8 if target.pg_type == "bit" else d
+        if width != target.dimensions:
+            raise BatchError(f"vectors of {d} dimensions for {table}.{column}, a {target.pg_type}({target.dimensions})",
+                             category="shape_mismatch", column=column)
+    return _run(df, sink, (id_column, column), max_block_bytes, attempt_in_name=True)
+
+
+def write_es_bulk(df: Any, path_or_url: str, *, index: str, field: str, id_column: str,
+                  max_block_bytes: int = DEFAULT_BLOCK_BYTES, **options: Any) -> int:
+    """Write ``df``'s ``id_column`` and vector column ``field`` as Elasticsearch ``_bulk`` requests with
+    packed vectors (the ids as ``_id``): to ``<url>/_bulk`` (``http(s)://``; a retried block replaces
+    its documents), or one ``<block>.ndjson`` file a block in the folder ``path_or_url`` (on a file
+    system every executor sees; a retried block replaces its file). ``options``:
+    :class:`densewire.batch.EsBulkSink`'s (``vector_format``, ``max_bytes``, ``api_key``...). Returns
+    the rows written (documents created, for a URL)."""
+    check_id_column(df, id_column)
+    check_vector_column(df, field)
+    sink = EsBulkSink(path_or_url, index=index, field=field, id_column=id_column, **options)
+    return _run(df, sink, (id_column, field), max_block_bytes, attempt_in_name=False)
