@@ -29,9 +29,8 @@ TESTS = Path(__file__).resolve().parent
 # the memory monitor off (six jobs share this machine: its pressure is not this cluster's)
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_memory_monitor_refresh_ms": "0",
            "PYTHONPATH": os.pathsep.join([str(TESTS), str(REPO / "python" / "src"), os.environ.get("PYTHONPATH", "")])}
-os.environ.update(RAY_ENV)
 
-import ray  # noqa: E402  (after the environment the cluster inherits)
+import ray  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 import densewire.ray as dwray  # noqa: E402
@@ -44,7 +43,15 @@ TEXTS = [f"passage {i}: {'the quick brown fox' if i % 2 else 'jumps over the laz
 @pytest.fixture(scope="module")
 def cluster():
     """Two nodes of 3 logical CPUs each and 150 MB object stores: an actor of 2 CPUs fits on a node once
-    (a pool of two is on both nodes), with a CPU beside it for the tasks that feed it and write its output."""
+    (a pool of two is on both nodes), with a CPU beside it for the tasks that feed it and write its output.
+    RAY_ENV is set for the module's tests only (the cluster's processes inherit it), not for the whole session."""
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in RAY_ENV.items():
+            env.setenv(name, value)
+        yield from _cluster()
+
+
+def _cluster():
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 3, "object_store_memory": 150 << 20,
                                                       "include_dashboard": False})
     try:
