@@ -43,18 +43,23 @@ def test_cli_inspect_example() -> None:
 SERVER_BLOCKS = re.findall(r"```python server\n(.*?)```", README, re.S)
 
 
-def test_server_examples_run_against_a_real_server(tmp_path, monkeypatch) -> None:
-    """The README's server examples, against densewire serve (hash vectors under the MiniLM name). LangChain's
-    tiktoken reads cl100k_base from a cache filled with densewire's copy (tests run without the network)."""
+@pytest.fixture
+def tiktoken_cache(tmp_path, monkeypatch) -> None:
+    """LangChain's tiktoken reads cl100k_base from a cache filled with densewire's copy (tests run without
+    the network); the variable reaches the blocks run in this process and in child interpreters."""
     import hashlib
     import shutil
 
     from densewire._server.tokenids import CL100K_PATH
-    from server_support import ServerProcess
 
     url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
     shutil.copy(CL100K_PATH, tmp_path / hashlib.sha1(url.encode()).hexdigest())
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+
+
+def test_server_examples_run_against_a_real_server(tiktoken_cache) -> None:
+    """The README's server examples, against densewire serve (hash vectors under the MiniLM name)."""
+    from server_support import ServerProcess
 
     assert SERVER_BLOCKS
     with ServerProcess("--model", "hash:384", "--served-model-name", "sentence-transformers/all-MiniLM-L6-v2") as server:
@@ -66,7 +71,7 @@ def test_server_examples_run_against_a_real_server(tmp_path, monkeypatch) -> Non
                 assert scope["array"].shape == (10_000, 384)
 
 
-def test_server_examples_print_nothing_but_their_output() -> None:
+def test_server_examples_print_nothing_but_their_output(tiktoken_cache) -> None:
     """Each server block run as a user runs it (a fresh interpreter, clients not closed): nothing on stderr
     (no "Unclosed client session", no warning) and exit code 0. A block with densewire's client runs with
     ResourceWarning shown too (an unclosed socket of ours would print); the other servers' clients

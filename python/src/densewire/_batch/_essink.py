@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from .._client._retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
+from .._client._retry import RetryPolicy
 from .._esbulk import VECTOR_FORMATS, bulk_lines
 from ._columns import ids_of, vector_chunks
 from ._errors import BatchError
@@ -128,7 +128,6 @@ class EsBulkSink:
         attempt = 0
         while True:
             attempt += 1
-            retry_after = None
             try:
                 request = urllib.request.Request(url, data=body, headers=headers, method="POST")
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
@@ -136,15 +135,16 @@ class EsBulkSink:
                 return _created(answer, block)
             except urllib.error.HTTPError as exc:
                 text = exc.read()[:500].decode("utf-8", "replace")
-                if exc.code not in RETRY_STATUSES or attempt > policy.max_retries:
+                wait = policy.wait(attempt, status=exc.code, retry_after=exc.headers.get("Retry-After"))
+                if wait is None:  # not retried, the retries spent, or a Retry-After past a minute (SPEC.md 18.2)
                     raise BatchError(f"POST {url} answered HTTP {exc.code}: {text}", category="internal_error",
                                      block=block) from exc
-                retry_after = parse_retry_after(exc.headers.get("Retry-After"))
             except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError) as exc:
-                if attempt > policy.max_retries:
+                wait = policy.wait(attempt)
+                if wait is None:
                     raise BatchError(f"POST {url} failed after {attempt} attempts: {exc}", category="unavailable",
                                      block=block) from exc
-            time.sleep(policy.delay(attempt - 1, retry_after))
+            time.sleep(wait)
 
 
 def _pieces(lines: bytes, max_bytes: int) -> list[bytes]:

@@ -26,7 +26,7 @@ import yarl
 
 from .._client._embeddings import DEFAULT_ACCEPT, _decode_response, _request_body, auth_headers, base_url_of
 from .._client._errors import APIConnectionError, APIError
-from .._client._retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
+from .._client._retry import RETRY_STATUSES, RetryPolicy
 from .._client._transport import Transport
 from .._tensor import Tensor
 from ._errors import BatchError
@@ -85,7 +85,7 @@ class Fleet:
         attempt = 0
         while True:
             replica = await self._pick(block)
-            retry_after = None
+            status, retry_after = 0, None  # 0: no answer (SPEC.md 18.1)
             replica.in_flight += 1
             replica.sent += 1
             try:
@@ -99,18 +99,19 @@ class Fleet:
                         return _decode_response(response).tensor
                     except APIError as exc:
                         raise _request_error(exc, replica, block, row0) from exc
-                retry_after = parse_retry_after(response.header("Retry-After"))
+                status, retry_after = response.status, response.header("Retry-After")
                 why = f"{replica.base} answered HTTP {response.status}"
                 if response.status == 503:
                     self._mark_down(replica, why)
             finally:
                 replica.in_flight -= 1
             attempt += 1
-            if attempt > self.retry.max_retries:
+            wait = self.retry.wait(attempt, status=status, retry_after=retry_after)  # SPEC.md 18.2
+            if wait is None:
                 raise BatchError(f"no replica embedded rows {row0}-{row0 + len(texts) - 1} after {attempt} attempts; "
                                  f"the last: {why}", category="unavailable", block=block)
-            if retry_after is not None or not self._healthy():
-                await asyncio.sleep(self.retry.delay(attempt - 1, retry_after))
+            if retry_after is not None or not self._healthy():  # else another replica is tried at once
+                await asyncio.sleep(wait)
 
     def _healthy(self) -> list[Replica]:
         return [r for r in self.replicas if r.down is None]

@@ -100,7 +100,7 @@ class PgvectorSink:
                 if attempt > policy.max_retries:
                     raise BatchError(f"no connection to the database after {attempt} attempts: "
                                      f"{str(exc).strip()}", category="unavailable", block=block) from exc
-            time.sleep(policy.delay(attempt - 1))
+            time.sleep(policy.wait(attempt))  # a connection failure: 18.2's backoff, never None within the retries
 
     def target(self, block: str | None = None) -> TargetColumns:
         """The checked types of the target's columns (read once per connection)."""

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql import types as T
 
 from .._batch import BatchEmbedder, BatchError
 from .._batch._embedder import DEFAULT_TIMEOUT
@@ -73,8 +75,6 @@ class _EmbedPartitions:
         self.options, self.dimensions = options, dimensions
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
         ctx = TaskContext.get()
         where = "partition ?" if ctx is None else (f"partition {ctx.partitionId()} (stage {ctx.stageId()}, "
                                                   f"attempt {ctx.attemptNumber()})")
@@ -106,8 +106,6 @@ def embed(df: Any, *, url: str | Sequence[str] | None = None, model: str | None 
     here), the rows when an action runs (a null or empty text fails its task, naming the column, the
     row, its id and the partition).
     """
-    from pyspark.sql import types as T
-
     check_text_column(df, text_column)
     check_new_column(df, output_column)
     if id_column is not None:

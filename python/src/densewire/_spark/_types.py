@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark.sql import types
+
 from .._batch import BatchError
 
 __all__ = ["SPARK_DTYPES", "element_type", "check_text_column", "check_vector_column", "check_id_column",
@@ -24,18 +26,12 @@ DIMENSIONS_KEY, DTYPE_KEY = "densewire.dimensions", "densewire.dtype"
 SPARK_DTYPES = {"float32": "FloatType", "float64": "DoubleType", "int8": "ByteType"}
 
 
-def _types() -> Any:
-    from pyspark.sql import types
-
-    return types
-
-
 def element_type(dtype: str) -> Any:
     """The Spark type of one value of a ``dtype`` vector."""
     if dtype not in SPARK_DTYPES:
         raise BatchError(f"a Spark vector column holds float32, float64 or int8 values (array<float>, array<double>, "
                          f"array<tinyint>), not {dtype}: Spark has no type for it")
-    return getattr(_types(), SPARK_DTYPES[dtype])()
+    return getattr(types, SPARK_DTYPES[dtype])()
 
 
 def field_of(df: Any, name: str, what: str) -> Any:
@@ -47,9 +43,8 @@ def field_of(df: Any, name: str, what: str) -> Any:
 
 
 def check_text_column(df: Any, name: str) -> None:
-    t = _types()
     field = field_of(df, name, "text")
-    if not isinstance(field.dataType, (t.StringType, t.VarcharType, t.CharType)):
+    if not isinstance(field.dataType, (types.StringType, types.VarcharType, types.CharType)):
         raise BatchError(f"the text column is of type {field.dataType.simpleString()}, not a string", column=name)
 
 
@@ -59,21 +54,19 @@ def check_new_column(df: Any, name: str) -> None:
 
 
 def check_id_column(df: Any, name: str) -> None:
-    t = _types()
     field = field_of(df, name, "id")
-    if not isinstance(field.dataType, (t.LongType, t.IntegerType, t.ShortType, t.ByteType, t.StringType,
-                                       t.VarcharType, t.CharType)):
+    if not isinstance(field.dataType, (types.LongType, types.IntegerType, types.ShortType, types.ByteType, types.StringType,
+                                       types.VarcharType, types.CharType)):
         raise BatchError(f"the id column is of type {field.dataType.simpleString()}: ids are integers or strings",
                          column=name)
 
 
 def check_vector_column(df: Any, name: str) -> Any:
     """The vector column's field, checked to be an array of numbers."""
-    t = _types()
     field = field_of(df, name, "vector")
     typ = field.dataType
-    numeric = (t.FloatType, t.DoubleType, t.ByteType, t.ShortType, t.IntegerType, t.LongType)
-    if not (isinstance(typ, t.ArrayType) and isinstance(typ.elementType, numeric)):
+    numeric = (types.FloatType, types.DoubleType, types.ByteType, types.ShortType, types.IntegerType, types.LongType)
+    if not (isinstance(typ, types.ArrayType) and isinstance(typ.elementType, numeric)):
         raise BatchError(f"the vector column is of type {typ.simpleString()}, not an array of numbers", column=name)
     return field
 

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
+from pyspark import TaskContext
 
 from .._batch import BatchError, EsBulkSink, PgvectorSink
 from ._failure import job_error
@@ -57,8 +58,6 @@ class _WritePartitions:
         self.sink, self.job, self.max_bytes, self.attempt_in_name = sink, job, max_bytes, attempt_in_name
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
         ctx = TaskContext.get()
         part = ctx.partitionId() if ctx is not None else 0
         rows = blocks = 0
