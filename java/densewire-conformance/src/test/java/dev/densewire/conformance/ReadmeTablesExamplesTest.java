@@ -120,7 +120,7 @@ class ReadmeTablesExamplesTest {
         // README:retries
         DensewireClient client = DensewireClient.builder(URI.create(server))
                 .maxRetries(5)                                                // default 2; 0 never retries
-                .retryBackoff(Duration.ofMillis(250), Duration.ofSeconds(4)) // full jitter: [0, min(4 s, 250 ms * 2^n)]
+                .retryBackoff(Duration.ofMillis(250), Duration.ofSeconds(4)) // full jitter: [0, min(4 s, 250 ms * 2^(n-1)))
                 .build();
         // END
         assertTrue(client.accept().startsWith("application/octet-stream"));
