@@ -21,11 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import statistics
-import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -39,7 +35,6 @@ os.environ.update({"RAY_USAGE_STATS_ENABLED": "0", "RAY_memory_monitor_refresh_m
 import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 import openai  # noqa: E402
-import orjson  # noqa: E402
 import psycopg  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import ray  # noqa: E402
@@ -51,7 +46,7 @@ from densewire.batch import EsBulkSink  # noqa: E402
 from pgvector_support import start_pgvector  # noqa: E402
 from server_support import ServerProcess  # noqa: E402
 
-D = 1536
+from common import D, machine, rounds, texts  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------ contenders
@@ -77,39 +72,39 @@ class OpenAIFloatEmbed:
         return batch.append_column("embedding", pa.array(rows, type=pa.list_(pa.float32())))
 
 
-class ExecutemanySink(ray.data.Datasink):
-    """INSERT ... VALUES (%s, %s::vector) with executemany, each vector as pgvector text."""
+class _TextVectorSink(ray.data.Datasink):
+    """A Datasink writing each block's (id, vector) rows with pgvector text literals, as a user writes one."""
 
     def __init__(self, url: str, table: str) -> None:
         self.url, self.table = url, table
+
+    def write_rows(self, cur: psycopg.Cursor, rows: list[tuple[int, str]]) -> None:
+        raise NotImplementedError
 
     def write(self, blocks, ctx) -> int:
         n = 0
         with psycopg.connect(self.url) as conn, conn.cursor() as cur:
             for block in blocks:
                 rows = block.select(["id", "embedding"]).to_pylist()
-                cur.executemany(f"INSERT INTO {self.table} (id, embedding) VALUES (%s, %s::vector)",
-                                [(r["id"], "[" + ",".join(map(str, r["embedding"])) + "]") for r in rows])
+                self.write_rows(cur, [(r["id"], "[" + ",".join(map(str, r["embedding"])) + "]") for r in rows])
                 n += len(rows)
         return n
 
 
-class TextCopySink(ray.data.Datasink):
-    """COPY ... FROM STDIN (text): each vector as a pgvector literal."""
+class ExecutemanySink(_TextVectorSink):
+    """INSERT ... VALUES (%s, %s::vector) with executemany."""
 
-    def __init__(self, url: str, table: str) -> None:
-        self.url, self.table = url, table
+    def write_rows(self, cur, rows) -> None:
+        cur.executemany(f"INSERT INTO {self.table} (id, embedding) VALUES (%s, %s::vector)", rows)
 
-    def write(self, blocks, ctx) -> int:
-        n = 0
-        with psycopg.connect(self.url) as conn, conn.cursor() as cur:
-            for block in blocks:
-                rows = block.select(["id", "embedding"]).to_pylist()
-                with cur.copy(f"COPY {self.table} (id, embedding) FROM STDIN") as copy:
-                    for r in rows:
-                        copy.write_row((r["id"], "[" + ",".join(map(str, r["embedding"])) + "]"))
-                n += len(rows)
-        return n
+
+class TextCopySink(_TextVectorSink):
+    """COPY ... FROM STDIN (text), a row at a time."""
+
+    def write_rows(self, cur, rows) -> None:
+        with cur.copy(f"COPY {self.table} (id, embedding) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
 
 
 def pylist_json_bodies(table: pa.Table, index: str, field: str) -> list[bytes]:
@@ -122,25 +117,6 @@ def pylist_json_bodies(table: pa.Table, index: str, field: str) -> list[bytes]:
 
 
 # ------------------------------------------------------------------------------------------ runs
-def timed(fn) -> float:
-    began = time.perf_counter()
-    fn()
-    return time.perf_counter() - began
-
-
-def rotate(items: list, r: int) -> list:
-    return items[r % len(items):] + items[:r % len(items)]
-
-
-def summary(rows: int, seconds: list[float]) -> dict[str, float]:
-    rates = [rows / s for s in seconds]
-    return {"best_rows_per_s": max(rates), "median_rows_per_s": statistics.median(rates), "rounds": len(rates)}
-
-
-def texts(n: int) -> list[str]:
-    return [f"passage {i}: the quick brown fox jumps over the lazy dog, item {i * 7919 % 100003}" for i in range(n)]
-
-
 def corpus(n: int, rows_per_block: int) -> "ray.data.Dataset":
     t = pa.table({"id": pa.array(np.arange(n)), "text": texts(n)})
     return ray.data.from_arrow([t.slice(i, rows_per_block) for i in range(0, n, rows_per_block)])
@@ -155,7 +131,7 @@ def wire_bytes(url: str, n: int = 256) -> dict[str, float]:
             "openai_float_bytes_per_row": len(flt.content) / n}
 
 
-def t1(urls: list[str], rows: int, rounds: int, actors: int) -> dict[str, Any]:
+def t1(urls: list[str], rows: int, n_rounds: int, actors: int) -> dict[str, Any]:
     bs, inflight = 256, 4
     ds_dw = lambda: dwray.embed(corpus(rows, 2048), url=urls, batch_size=bs, max_in_flight=inflight,
                                 concurrency=actors).materialize()
@@ -164,30 +140,22 @@ def t1(urls: list[str], rows: int, rounds: int, actors: int) -> dict[str, Any]:
         batch_size=bs * inflight, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors),
         num_cpus=1).materialize()
     runs = {"densewire embed(url=) raw": ds_dw, "OpenAI SDK encoding_format=float": ds_oa}
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    for r in range(rounds):
-        for name in rotate(list(runs), r):
-            times[name].append(timed(runs[name]))
-            print(f"T1 round {r} {name}: {rows / times[name][-1]:.0f} rows/s", flush=True)
+    measured = rounds("T1", rows, runs, n_rounds)
     return {"rows": rows, "d": D, "actors": actors, "batch_size": bs, "in_flight": inflight,
-            **{k: summary(rows, v) for k, v in times.items()}, **wire_bytes(urls[0])}
+            **measured, **wire_bytes(urls[0])}
 
 
-def t2(rows: int, rounds: int) -> dict[str, Any]:
+def t2(rows: int, n_rounds: int) -> dict[str, Any]:
     def run(actors: int):
         return lambda: dwray.embed(corpus(rows, 256), model="minilm", concurrency=actors, num_cpus=2, threads=1,
                                    batch_size=64).materialize()
 
     runs = {"1 node (1 actor)": run(1), "2 nodes (1 actor each)": run(2)}
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    for r in range(rounds):
-        for name in rotate(list(runs), r):
-            times[name].append(timed(runs[name]))
-            print(f"T2 round {r} {name}: {rows / times[name][-1]:.0f} rows/s", flush=True)
-    return {"rows": rows, **{k: summary(rows, v) for k, v in times.items()}}
+    measured = rounds("T2", rows, runs, n_rounds)
+    return {"rows": rows, **measured}
 
 
-def t4(pg_url: str, rows: int, rounds: int) -> dict[str, Any]:
+def t4(pg_url: str, rows: int, n_rounds: int) -> dict[str, Any]:
     rng = np.random.default_rng(4)
     vectors = rng.standard_normal((rows, D)).astype(np.float32)
     column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), D)
@@ -206,15 +174,11 @@ def t4(pg_url: str, rows: int, rounds: int) -> dict[str, Any]:
         "executemany, text vectors": lambda: ds.write_datasink(ExecutemanySink(pg_url, fresh("t4_em"))),
         "text COPY of pgvector literals": lambda: ds.write_datasink(TextCopySink(pg_url, fresh("t4_tc"))),
     }
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    for r in range(rounds):
-        for name in rotate(list(runs), r):
-            times[name].append(timed(runs[name]))
-            print(f"T4 round {r} {name}: {rows / times[name][-1]:.0f} rows/s", flush=True)
-    return {"rows": rows, "d": D, **{k: summary(rows, v) for k, v in times.items()}}
+    measured = rounds("T4", rows, runs, n_rounds)
+    return {"rows": rows, "d": D, **measured}
 
 
-def t5(rows: int, rounds: int) -> dict[str, Any]:
+def t5(rows: int, n_rounds: int) -> dict[str, Any]:
     rng = np.random.default_rng(5)
     vectors = rng.standard_normal((rows, D)).astype(np.float32)
     table = pa.table({"id": pa.array(np.arange(rows)),
@@ -223,22 +187,8 @@ def t5(rows: int, rounds: int) -> dict[str, Any]:
     runs = {"densewire packed (EsBulkSink)": lambda: sink.bodies(table, block="b"),
             "to_pylist + JSON lists": lambda: pylist_json_bodies(table, "docs", "embedding")}
     sizes = {k: sum(map(len, fn())) for k, fn in runs.items()}
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    for r in range(rounds):
-        for name in rotate(list(runs), r):
-            times[name].append(timed(runs[name]))
-    return {"rows": rows, "d": D, **{k: {**summary(rows, v), "bytes_per_row": sizes[k] / rows}
-                                     for k, v in times.items()}}
-
-
-def machine() -> dict[str, Any]:
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    model = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines() if line.startswith("Model name")), "?")
-    from importlib.metadata import version
-
-    return {"cpu": model, "cores": os.cpu_count(), "load_average_at_start": os.getloadavg(),
-            "python": platform.python_version(),
-            **{p: version(p) for p in ("ray", "pyarrow", "numpy", "psycopg", "openai", "onnxruntime")}}
+    measured = rounds("T5", rows, runs, n_rounds, quiet=True)
+    return {"rows": rows, "d": D, **{k: {**v, "bytes_per_row": sizes[k] / rows} for k, v in measured.items()}}
 
 
 def main() -> None:
@@ -251,7 +201,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     only = set(args.only.split(","))
-    result: dict[str, Any] = {"machine": machine(), "command": " ".join([Path(sys.executable).name, *sys.argv])}
+    result: dict[str, Any] = {"machine": machine(("ray", "pyarrow", "numpy", "psycopg", "openai", "onnxruntime")),
+                              "command": " ".join([Path(sys.executable).name, *sys.argv])}
     print(result["machine"], flush=True)
     if "T5" in only:
         result["T5"] = t5(args.t5_rows, args.rounds)

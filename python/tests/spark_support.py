@@ -127,22 +127,25 @@ class SparkCluster:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def spark_session(cluster: SparkCluster, app: str = "densewire-tests") -> Any:
+def spark_session(cluster: SparkCluster, app: str = "densewire-tests", conf: dict[str, str] | None = None) -> Any:
     """A SparkSession on ``cluster``: one executor of 1 core per worker, the test's Python on both sides,
-    the driver's UI (and its REST API) on a free port, 4 attempts a task (the cluster default)."""
+    the driver's UI (and its REST API) on a free port, 4 attempts a task (the cluster default); ``conf``
+    sets more (or other) settings."""
     os.environ.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     os.environ.pop("SPARK_HOME", None)
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(cluster.url).appName(app)
+    builder = (SparkSession.builder.master(cluster.url).appName(app)
              .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.driver.memory", "512m").config("spark.executor.memory", "512m")
              .config("spark.executor.cores", "1").config("spark.cores.max", str(cluster.n_workers))
              .config("spark.ui.port", str(free_port())).config("spark.ui.showConsoleProgress", "false")
              .config("spark.pyspark.python", sys.executable).config("spark.pyspark.driver.python", sys.executable)
              .config("spark.executorEnv.PYTHONPATH", os.pathsep.join([str(SRC), str(TESTS)])).config("spark.task.maxFailures", "4")
-             .config("spark.sql.shuffle.partitions", "4")
-             .getOrCreate())
+             .config("spark.sql.shuffle.partitions", "4"))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

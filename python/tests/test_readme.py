@@ -24,6 +24,18 @@ def test_readme_has_examples() -> None:
     assert len(BLOCKS) >= 2
 
 
+# the blocks that need more than this process (a server, a cluster) are tagged, and run by these tests
+TAGGED_RUNNERS = {"server": "test_readme.py", "ray": "test_ray.py", "spark": "test_spark.py"}
+
+
+def test_every_tagged_python_block_is_run_by_a_test() -> None:
+    tags = set(re.findall(r"^```python (\S+)$", README, re.M))
+    assert tags, "no tagged blocks found: the pattern is wrong"
+    assert tags <= set(TAGGED_RUNNERS), f"README python blocks tagged {sorted(tags - set(TAGGED_RUNNERS))} are run by no test"
+    for tag, runner in TAGGED_RUNNERS.items():
+        assert f"```python {tag}" in (Path(__file__).parent / runner).read_text(), f"{runner} does not run the {tag} blocks"
+
+
 def test_quick_start_is_two_make_targets_that_exist() -> None:
     quick = README.split("## Quick start", 1)[1].split("##", 1)[0]
     commands = re.findall(r"^make (\w+)", quick, re.M)

@@ -7,9 +7,13 @@ by column, row, id and block (on the driver, before any job, where the schema te
 from __future__ import annotations
 
 import os
+import re
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import psycopg
@@ -25,8 +29,10 @@ from conftest import FLEET_DIMENSIONS as D
 from densewire import pgvector
 from densewire.batch import BatchError
 from densewire.spark import embed, spark_vectors, write_es_bulk, write_pgvector
-from server_support import ServerProcess, wait_until
-from spark_support import ancestors, executor_jvm_of, executors, process_of_local_port
+from server_support import SRC, ServerProcess, wait_until
+from spark_support import SparkCluster, ancestors, executor_jvm_of, executors, process_of_local_port
+
+REPO = Path(__file__).resolve().parents[2]
 
 N = 240
 
@@ -124,9 +130,14 @@ def test_write_pgvector_writes_every_row_once_and_a_rerun_inserts_nothing(spark,
     table = _make(conn, "spark_docs")
     df = embed(_corpus(spark), url=[s.url for s in hash_fleet], id_column="id", batch_size=32)
     assert write_pgvector(df, pgvector_db.url, table=table, column="embedding", id_column="id") == N
-    assert np.array_equal(_rows_once(conn, table, N), _client_vectors(hash_fleet[0].url, _texts()))
-    assert write_pgvector(df, pgvector_db.url, table=table, column="embedding", id_column="id") == 0
-    _rows_once(conn, table, N)
+    want = _client_vectors(hash_fleet[0].url, _texts())
+    assert np.array_equal(_rows_once(conn, table, N), want)
+    conn.execute(f"UPDATE {table} SET embedding = %s::vector WHERE id = 7", (str([0.5] * D),))
+    # the rerun writes every row again (the same count as Ray's write_pgvector), inserting none twice and
+    # keeping the rows that were there as they were
+    assert write_pgvector(df, pgvector_db.url, table=table, column="embedding", id_column="id") == N
+    again = _rows_once(conn, table, N)
+    assert np.all(again[7] == 0.5) and np.array_equal(np.delete(again, 7, 0), np.delete(want, 7, 0))
 
 
 def _job_with_a_block_held(spark, pgvector_db, conn, table: str, hash_fleet, kill) -> int:
@@ -194,7 +205,7 @@ def test_an_executor_killed_inside_a_block_leaves_every_row_once(spark, spark_cl
     n = _job_with_a_block_held(spark, pgvector_db, conn, table, hash_fleet,
                                lambda pid: (killed.append(executor_jvm_of(pid)), os.kill(killed[-1], signal.SIGKILL)))
     assert killed
-    assert n <= N  # a Python worker orphaned by its executor may commit its block before the retry does
+    assert n == N  # every row written once, whichever attempt committed the held block
     assert np.array_equal(_rows_once(conn, table, N), _client_vectors(hash_fleet[0].url, _texts()))
     lost = [e for e in executors(spark) if e["id"] != "driver" and not e["isActive"]]
     assert lost  # the killed executor is gone; the workers started another
@@ -247,6 +258,7 @@ def test_a_null_or_empty_text_fails_the_job_naming_column_row_id_and_partition(s
     assert (err.category, err.column, err.row, err.row_id) == ("invalid_field", "text", 7, 27)
     assert err.block.startswith("partition 1 (stage ") and "a null text" in str(err)
     assert "attempt 3)" in err.block  # the 4th attempt's error: every attempt failed, each the same way
+    assert "a null text; Spark ran the task 4 times (column 'text'" in str(err)
     rows = spark.range(0, 10, numPartitions=1).selectExpr("id", "if(id = 3, '', 'text') AS text")
     with pytest.raises(PythonException) as e:  # a user's own action: Spark's error, whose text names it
         embed(rows, url=hash_fleet[0].url, id_column="id").toArrow()
@@ -277,3 +289,44 @@ def test_write_es_bulk_writes_one_file_a_block_with_packed_vectors(spark, hash_f
             seen[int(meta["_id"])] = np.frombuffer(packed, ">f4").astype(np.float32)
     assert sorted(seen) == list(range(N))
     assert np.array_equal(np.stack([seen[i] for i in range(N)]), _client_vectors(hash_fleet[0].url, _texts()))
+
+
+def test_the_readme_spark_example_runs_with_spark_submit(conn, pgvector_db, tmp_path) -> None:
+    """README.md's ```python spark block, saved as embed_docs.py and run as the README says, by spark-submit
+    (pyspark's own) on a standalone cluster: a cluster of its own, two 1-core workers (the session's cluster
+    has its cores taken by the tests' application), two hash:384 replicas for its two URLs and the test
+    database for its conninfo."""
+    (block,) = re.findall(r"```python spark\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    assert "spark-submit --master spark://spark-master:7077 embed_docs.py" in (REPO / "README.md").read_text()
+    conn.execute("DROP TABLE IF EXISTS docs")  # rows of an earlier run stay as they are
+    conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, embedding vector(384))")
+    conn.execute("INSERT INTO docs SELECT i, array_fill(0, ARRAY[384])::vector FROM generate_series(0, 99) i")
+    cluster = SparkCluster().start()
+    servers = [ServerProcess("--model", "hash:384", tmp=tmp_path) for _ in range(2)]
+    try:
+        for s in servers:
+            s.start()
+        cluster.wait_ready()
+        job = tmp_path / "embed_docs.py"
+        job.write_text(block.replace("http://10.0.0.11:8000", servers[0].url).replace("http://10.0.0.12:8000", servers[1].url)
+                       .replace("postgresql://localhost/app", pgvector_db.url))
+        settings = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", "spark.driver.memory": "512m",
+                    "spark.executor.memory": "512m", "spark.ui.enabled": "false", "spark.executorEnv.PYTHONPATH": str(SRC)}
+        command = [str(cluster.home / "bin" / "spark-submit"), "--master", cluster.url]
+        for key, value in settings.items():
+            command += ["--conf", f"{key}={value}"]
+        proc = subprocess.run([*command, job.name], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                              env={**cluster.env(), "PYTHONPATH": str(SRC)})
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        assert cluster.state()["completedapps"][0]["name"] == "embed-docs"  # it ran on this standalone cluster
+    finally:
+        for s in servers:
+            s.stop()
+        cluster.stop()
+    vectors = _rows_once(conn, "docs", 2_000)
+    assert not vectors[:100].any()  # the rows already there were kept, not inserted again
+    with ServerProcess("--model", "hash:384") as server:
+        want = _client_vectors(server.url, [f"document {i} of the corpus" for i in range(100, 2_000)])
+    assert np.array_equal(vectors[100:], want)
+    files = list((tmp_path / "bulk").iterdir())  # the relative folder, resolved on the driver
+    assert len(files) == 4 and sum(f.read_bytes().count(b'"_index":"docs"') for f in files) == 2_000

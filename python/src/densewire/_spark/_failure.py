@@ -1,6 +1,8 @@
 """A failed Spark job as a :class:`~densewire.batch.BatchError`: the task's own error, found in the
 text of the exception Spark raises on the driver (a Py4J error wrapping a ``SparkException`` whose
-message holds the Python worker's traceback), with the number of attempts Spark made.
+message holds the Python worker's traceback; since Spark 4, the ``PythonException`` alone), with the
+number of attempts Spark made: from Spark's "failed N times", or else from the attempt the failed
+task's block names (0-based, as ``TaskContext.attemptNumber``).
 
 >>> text = ("Job aborted due to stage failure: Task 1 in stage 3.0 failed 4 times, most recent failure: "
 ...         "Lost task 1.3 in stage 3.0 (TID 9) (127.0.0.1 executor 0): org.apache.spark.api.python."
@@ -10,6 +12,8 @@ message holds the Python worker's traceback), with the number of attempts Spark 
 >>> err.category, err.column, err.row, err.row_id, err.block
 ('invalid_field', 'text', 2, 17, 'partition 1 (stage 3, attempt 3), batch 0')
 >>> print(err)
+invalid_field: a null text; Spark ran the task 4 times (column 'text', row 2, id 17, block 'partition 1 (stage 3, attempt 3), batch 0')
+>>> print(job_error(RuntimeError(text.split("most recent failure: ")[1])))  # Spark 4's PythonException
 invalid_field: a null text; Spark ran the task 4 times (column 'text', row 2, id 17, block 'partition 1 (stage 3, attempt 3), batch 0')
 """
 
@@ -25,6 +29,7 @@ __all__ = ["job_error"]
 
 _BATCH_ERROR = re.compile(r"densewire\._batch\._errors\.BatchError: (\w+): (.*)")
 _TIMES = re.compile(r"failed (\d+) times")
+_ATTEMPT = re.compile(r"\battempt (\d+)\)")
 _WHERE = re.compile(r"^(.*) \((column '.*|row \d.*|id .*|block '.*)\)$")
 _PART = re.compile(r"(column|row|id|block) ('(?:[^'\\]|\\.)*'|-?\d+|[^,]+)(?:, |$)")
 
@@ -49,6 +54,8 @@ def job_error(exc: BaseException) -> BaseException:
             fields["row_id" if key == "id" else key] = parsed
     else:
         message = rest
-    if (times := _TIMES.search(text)) is not None:
+    if (times := _TIMES.search(text)) is not None:  # "Job aborted ... failed 4 times", when Spark's own text is there
         message += f"; Spark ran the task {times.group(1)} times"
+    elif (attempt := _ATTEMPT.search(str(fields.get("block", "")))) is not None:  # the block names its attempt
+        message += f"; Spark ran the task {int(attempt.group(1)) + 1} times"
     return BatchError(message, category=category, **fields)

@@ -66,7 +66,8 @@ class _WritePartitions:
                 block = f"{self.job}-{part:05d}-{k:04d}"
                 if self.attempt_in_name and ctx is not None:
                     block += f" (partition {part}, stage {ctx.stageId()}, attempt {ctx.attemptNumber()})"
-                rows += self.sink.write(table, block=block)
+                self.sink.write(table, block=block)  # whole, or not at all (the task fails)
+                rows += table.num_rows
                 blocks += 1
         finally:
             close = getattr(self.sink, "close", None)
@@ -94,9 +95,9 @@ def write_pgvector(df: Any, conninfo: str, *, table: str, column: str, id_column
     """Write ``df``'s ``id_column`` and vector ``column`` (an array of numbers) into the same columns of
     ``table`` (``vector(d)``, ``halfvec(d)`` or ``bit(d)``, the id ``bigint``, ``integer``, ``text`` or
     ``uuid`` with a unique constraint): binary COPY, one transaction a block (a partition, or
-    ``max_block_bytes`` of it), each row exactly once by id. Returns the rows inserted (a row whose id
-    was there already, from an earlier run or from a task attempt whose COMMIT went through before it
-    died, is not inserted again and not counted)."""
+    ``max_block_bytes`` of it), each row exactly once by id. Returns the rows written, each now in the
+    table once (as :func:`densewire.ray.write_pgvector` does): a row whose id was there already, from an
+    earlier run or from a task attempt whose COMMIT went through before it died, is kept as it was."""
     check_id_column(df, id_column)
     field = check_vector_column(df, column)
     sink = PgvectorSink(conninfo, table=table, column=column, id_column=id_column)
@@ -120,7 +121,7 @@ def write_es_bulk(df: Any, path_or_url: str, *, index: str, field: str, id_colum
     its documents), or one ``<block>.ndjson`` file a block in the folder ``path_or_url`` (on a file
     system every executor sees; a retried block replaces its file). ``options``:
     :class:`densewire.batch.EsBulkSink`'s (``vector_format``, ``max_bytes``, ``api_key``...). Returns
-    the rows written (documents created, for a URL)."""
+    the rows written."""
     check_id_column(df, id_column)
     check_vector_column(df, field)
     sink = EsBulkSink(path_or_url, index=index, field=field, id_column=id_column, **options)
