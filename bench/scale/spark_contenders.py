@@ -35,8 +35,12 @@ def _densewire_clients(urls: tuple[str, ...]) -> list:
     return [densewire.Client(u) for u in urls]
 
 
-def _spans(n: int, batch_size: int) -> range:
-    return range(0, n, batch_size)
+def _rows(items: list[str], batch_size: int, in_flight: int, request: Callable[[int, list[str]], list]) -> pd.Series:
+    """``request(k, texts)`` for the k-th run of ``batch_size`` texts, ``in_flight`` at a time; their rows
+    in order, as the Series a ``pandas_udf`` returns."""
+    spans = range(0, len(items), batch_size)
+    parts = _pool(in_flight).map(lambda lo: request(lo // batch_size, items[lo:lo + batch_size]), spans)
+    return pd.Series([row for part in parts for row in part])
 
 
 def openai_float_udf(urls: list[str], model: str, batch_size: int, in_flight: int) -> Callable:
@@ -46,14 +50,13 @@ def openai_float_udf(urls: list[str], model: str, batch_size: int, in_flight: in
 
     @pandas_udf(ArrayType(FloatType(), containsNull=False))
     def openai_float(texts: pd.Series) -> pd.Series:
-        clients, items = _openai_clients(key), texts.tolist()
+        clients = _openai_clients(key)
 
-        def one(lo: int) -> list[list[float]]:
-            client = clients[(lo // batch_size) % len(clients)]
-            resp = client.embeddings.create(input=items[lo:lo + batch_size], model=model, encoding_format="float")
+        def request(k: int, batch: list[str]) -> list[list[float]]:
+            resp = clients[k % len(clients)].embeddings.create(input=batch, model=model, encoding_format="float")
             return [d.embedding for d in resp.data]
 
-        return pd.Series([row for part in _pool(in_flight).map(one, _spans(len(items), batch_size)) for row in part])
+        return _rows(texts.tolist(), batch_size, in_flight, request)
 
     return openai_float
 
@@ -65,12 +68,8 @@ def client_tolist_udf(urls: list[str], batch_size: int, in_flight: int) -> Calla
 
     @pandas_udf(ArrayType(FloatType(), containsNull=False))
     def client_tolist(texts: pd.Series) -> pd.Series:
-        clients, items = _densewire_clients(key), texts.tolist()
-
-        def one(lo: int) -> list[list[float]]:
-            client = clients[(lo // batch_size) % len(clients)]
-            return [row.tolist() for row in client.embed(items[lo:lo + batch_size])]
-
-        return pd.Series([row for part in _pool(in_flight).map(one, _spans(len(items), batch_size)) for row in part])
+        clients = _densewire_clients(key)
+        return _rows(texts.tolist(), batch_size, in_flight,
+                     lambda k, batch: [row.tolist() for row in clients[k % len(clients)].embed(batch)])
 
     return client_tolist

@@ -10,9 +10,7 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np

@@ -267,15 +267,24 @@ describe("retry helpers", () => {
   });
 });
 
-describe("against a real overloaded server (DENSEWIRE_OVERLOAD_URL)", () => {
+/** The overloadable server scripts/test.sh starts (DENSEWIRE_OVERLOAD_URL), and the skip reason without
+ * it; under CI its absence is a failing test (registered in the calling describe), never a skip. */
+function overloadServer(): { base: string | undefined; skip: string | false } | undefined {
   const base = process.env["DENSEWIRE_OVERLOAD_URL"];
   if (base === undefined && process.env["CI"] === "true") {
     it("needs DENSEWIRE_OVERLOAD_URL under CI", () => {
       assert.fail("DENSEWIRE_OVERLOAD_URL is not set, and CI=true: scripts/test.sh must start densewire serve --max-concurrent-requests 1");
     });
-    return;
+    return undefined;
   }
   const skip = base === undefined ? "DENSEWIRE_OVERLOAD_URL is not set (scripts/test.sh starts densewire serve --max-concurrent-requests 1 there)" : false;
+  return { base, skip };
+}
+
+describe("against a real overloaded server (DENSEWIRE_OVERLOAD_URL)", () => {
+  const server = overloadServer();
+  if (server === undefined) return;
+  const { base, skip } = server;
   const burst = (maxRetries: number, tag: string) => {
     const client = new DensewireClient({ baseURL: `${base}/v1`, maxRetries, ...(process.env["DENSEWIRE_API_KEY"] ? { apiKey: process.env["DENSEWIRE_API_KEY"] } : {}) });
     return Promise.allSettled(
@@ -302,14 +311,9 @@ describe("against a real overloaded server (DENSEWIRE_OVERLOAD_URL)", () => {
 });
 
 describe("twelve clients against one slot (DENSEWIRE_OVERLOAD_URL), the default schedule", () => {
-  const base = process.env["DENSEWIRE_OVERLOAD_URL"];
-  if (base === undefined && process.env["CI"] === "true") {
-    it("needs DENSEWIRE_OVERLOAD_URL under CI", () => {
-      assert.fail("DENSEWIRE_OVERLOAD_URL is not set, and CI=true: scripts/test.sh must start densewire serve --max-concurrent-requests 1");
-    });
-    return;
-  }
-  const skip = base === undefined ? "DENSEWIRE_OVERLOAD_URL is not set (scripts/test.sh starts densewire serve --max-concurrent-requests 1 there)" : false;
+  const server = overloadServer();
+  if (server === undefined) return;
+  const { base, skip } = server;
   const apiKey = process.env["DENSEWIRE_API_KEY"];
   const rejections = async (): Promise<number> => {
     const text = await (await fetch(`${base}/metrics`)).text();
