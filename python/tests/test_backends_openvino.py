@@ -4,6 +4,8 @@ plain graph, the IR and compiled-model cache, threads, and bf16 (refused on a CP
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -130,3 +132,44 @@ def test_bf16(cache: Path, vectors: np.ndarray) -> None:
             OpenVinoBertBackend(default_model_path(), cache=cache, threads=1, precision="bf16")
         with pytest.raises(ValueError, match="neither amx_bf16 nor avx512_bf16"):
             load_backend("minilm", engine="openvino", precision="bf16")
+
+
+PINNING_PROBE = """
+import json, os, sys, threading, time
+from pathlib import Path
+from densewire._backends import OpenVinoBertBackend, default_model_path, native_precision, cpu_flags
+before = sorted(os.sched_getaffinity(0))
+engine = OpenVinoBertBackend(default_model_path(), cache=Path(sys.argv[1]), threads=1,
+                             precision=native_precision(cpu_flags()))
+calls, done = [0], threading.Event()
+def work():
+    while not done.is_set():
+        engine.embed(["a sentence about cores and threads"] * 16)
+        calls[0] += 1
+worker = threading.Thread(target=work)
+worker.start()
+seen = {}
+deadline = time.monotonic() + 3
+while time.monotonic() < deadline or calls[0] < 3:  # the masks while calls run, sampled every millisecond
+    for t in os.listdir("/proc/self/task"):
+        try:
+            cpus = sorted(os.sched_getaffinity(int(t)))
+        except OSError:
+            continue
+        if cpus != before:
+            seen[t] = cpus
+    time.sleep(0.001)
+done.set()
+worker.join()
+print(json.dumps({"before": before, "pinned": seen, "calls": calls[0]}))
+"""
+
+def test_leaves_every_thread_on_the_cpus_it_had(cache: Path) -> None:
+    """OpenVINO pins its threads to cores unless told not to: two engines of one thread in two processes on
+    one machine (two Ray actors, two Spark Python workers, two replicas) then share CPU 0 and each runs at
+    half speed while the other cores idle. In a fresh process (the test session's own threads may carry
+    masks from earlier tests), while calls run, every thread keeps the process's CPUs."""
+    out = subprocess.run([sys.executable, "-c", PINNING_PROBE, str(cache)], capture_output=True, text=True, check=True)
+    seen = json.loads(out.stdout.splitlines()[-1])
+    assert seen["calls"] >= 3
+    assert not seen["pinned"], f"threads pinned to fewer CPUs than the process's {seen['before']}: {seen['pinned']}"

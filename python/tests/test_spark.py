@@ -316,7 +316,8 @@ def test_the_readme_spark_example_runs_with_spark_submit(conn, pgvector_db, tmp_
         proc = subprocess.run([*command, job.name], cwd=tmp_path, capture_output=True, text=True, timeout=600,
                               env={**cluster.env(), "PYTHONPATH": str(SRC)})
         assert proc.returncode == 0, proc.stderr[-4000:]
-        assert cluster.state()["completedapps"][0]["name"] == "embed-docs"  # it ran on this standalone cluster
+        wait_until(lambda: [a["name"] for a in cluster.state()["completedapps"]] == ["embed-docs"],
+                   "the job among the standalone master's completed applications", timeout=60)
     finally:
         for s in servers:
             s.stop()

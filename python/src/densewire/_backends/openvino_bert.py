@@ -102,8 +102,11 @@ class OpenVinoBertBackend(SentenceEncoder):
         self._attention_weight = 3 * 4 * m.hidden / (2 * (4 * m.hidden ** 2 + 2 * m.hidden * m.intermediate))
         folder = Path(cache) if cache is not None else cache_dir() / "openvino"
         self.ir_path = self._ir(ov, folder)
+        # no pinning: OpenVINO pins the threads running an inference to cores by default, so two engines
+        # in two processes of one machine (Ray actors, Spark Python workers, replicas) ran on the same
+        # core while the others idled (each at half speed; unpinned, the same speed alone)
         config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": OPENVINO_PRECISIONS[precision],
-                  "CACHE_DIR": str(folder / "compiled")}
+                  "CACHE_DIR": str(folder / "compiled"), "ENABLE_CPU_PINNING": False}
         if threads:
             config["INFERENCE_NUM_THREADS"] = int(threads)
         self._compiled = core.compile_model(str(self.ir_path), "CPU", config)
