@@ -132,6 +132,33 @@ class GraphBuilder:
         node("LayerNormalization", [p + "ffn_residual", const(p + "ln2_w", lay.ln2_w), const(p + "ln2_b", lay.ln2_b)],
              [out], p + "ln2", axis=-1, epsilon=eps)
 
+    def embeddings(self, emb: dict[str, np.ndarray]) -> None:
+        """Word and position embeddings (every input is segment 0), layer-normalized into ``hidden_0``."""
+        const, node = self.const, self.node
+        position = emb["position"] + emb["token_type"]
+        node("Gather", [const("word_embeddings", emb["word"]), "input_ids"], ["word"], "word", axis=0)
+        node("Gather", [const("position_embeddings", position), "position_ids"], ["position"], "position", axis=0)
+        node("Add", ["word", "position"], ["embedded"], "embedded")
+        node("LayerNormalization", ["embedded", const("embeddings_ln_w", emb["ln_w"]),
+                                    const("embeddings_ln_b", emb["ln_b"])],
+             ["hidden_0"], "embeddings_ln", axis=-1, epsilon=self.model.eps)
+
+    def unpad_layer_tail(self, lay: BertLayer, n: int, x: str, rows_shape: str, *, last: bool) -> str:
+        """Layer ``n``'s padded attention context (``layer{n}_context_padded``) back to packed rows, then
+        :meth:`layer_tail`; the layer's output name (``last_hidden_state`` for the last layer)."""
+        p = f"layer{n}_"
+        self.node("Reshape", [p + "context_padded", rows_shape], [p + "context_slots"], p + "slots")
+        self.node("Gather", [p + "context_slots", "unpad_index"], [p + "context"], p + "unpad", axis=0)
+        out = "last_hidden_state" if last else f"hidden_{n + 1}"
+        self.layer_tail(lay, p, x, p + "context", out)
+        return out
+
+    def packed_proto(self) -> "onnx.ModelProto":  # noqa: F821
+        """:meth:`proto` with the packed graphs' inputs."""
+        return self.proto([("input_ids", ["tokens"]), ("position_ids", ["tokens"]),
+                           ("pad_index", ["batch", "sequence"]), ("unpad_index", ["tokens"]),
+                           ("key_padding_mask", ["batch", "sequence"])], "tokens")
+
     def proto(self, inputs: list[tuple[str, list[str]]], rows: str) -> "onnx.ModelProto":  # noqa: F821
         """The model: int32 ``inputs`` (name, dims), float32 ``last_hidden_state`` ``(rows, hidden)``."""
         helper, tensor = self.onnx.helper, self.onnx.TensorProto
@@ -154,13 +181,7 @@ def build_graph(model: BertModel) -> "onnx.ModelProto":  # noqa: F821 (onnx impo
     const, node = g.const, g.node
     emb, layers = model.load_weights()
     d = model.hidden
-    position = emb["position"] + emb["token_type"]  # every input is segment 0
-    node("Gather", [const("word_embeddings", emb["word"]), "input_ids"], ["word"], "word", axis=0)
-    node("Gather", [const("position_embeddings", position), "position_ids"], ["position"], "position", axis=0)
-    node("Add", ["word", "position"], ["embedded"], "embedded")
-    node("LayerNormalization", ["embedded", const("embeddings_ln_w", emb["ln_w"]),
-                                const("embeddings_ln_b", emb["ln_b"])],
-         ["hidden_0"], "embeddings_ln", axis=-1, epsilon=model.eps)
+    g.embeddings(emb)
     rows_shape = const("rows_shape", np.array([-1, d]), np.int64)
     qkv_split = const("qkv_split", np.array([d, d, d]), np.int64)
     x = "hidden_0"
@@ -173,13 +194,8 @@ def build_graph(model: BertModel) -> "onnx.ModelProto":  # noqa: F821 (onnx impo
         node("Split", [p + "qkv_padded", qkv_split], [p + "q", p + "k", p + "v"], p + "split", axis=2)
         node("MultiHeadAttention", [p + "q", p + "k", p + "v", const(p + "qkv_b", b_qkv), "key_padding_mask"],
              [p + "context_padded"], p + "attention", num_heads=model.heads)
-        node("Reshape", [p + "context_padded", rows_shape], [p + "context_slots"], p + "slots")
-        node("Gather", [p + "context_slots", "unpad_index"], [p + "context"], p + "unpad", axis=0)
-        out = "last_hidden_state" if n == len(layers) - 1 else f"hidden_{n + 1}"
-        g.layer_tail(lay, p, x, p + "context", out)
-        x = out
-    return g.proto([("input_ids", ["tokens"]), ("position_ids", ["tokens"]), ("pad_index", ["batch", "sequence"]),
-                    ("unpad_index", ["tokens"]), ("key_padding_mask", ["batch", "sequence"])], "tokens")
+        x = g.unpad_layer_tail(lay, n, x, rows_shape, last=n == len(layers) - 1)
+    return g.packed_proto()
 
 
 def build_plain_graph(model: BertModel) -> "onnx.ModelProto":  # noqa: F821
@@ -192,13 +208,7 @@ def build_plain_graph(model: BertModel) -> "onnx.ModelProto":  # noqa: F821
     emb, layers = model.load_weights()
     d, h = model.hidden, model.heads
     hd = d // h
-    position = emb["position"] + emb["token_type"]
-    node("Gather", [const("word_embeddings", emb["word"]), "input_ids"], ["word"], "word", axis=0)
-    node("Gather", [const("position_embeddings", position), "position_ids"], ["position"], "position", axis=0)
-    node("Add", ["word", "position"], ["embedded"], "embedded")
-    node("LayerNormalization", ["embedded", const("embeddings_ln_w", emb["ln_w"]),
-                                const("embeddings_ln_b", emb["ln_b"])],
-         ["hidden_0"], "embeddings_ln", axis=-1, epsilon=model.eps)
+    g.embeddings(emb)
     # (batch, 1, 1, sequence): 0 for real keys, -1e9 for padding
     node("Cast", ["key_padding_mask"], ["mask_f"], "mask_f", to=g.onnx.TensorProto.FLOAT)
     node("Sub", ["mask_f", const("one_f", np.array(1.0))], ["mask_neg"], "mask_neg")
@@ -229,10 +239,5 @@ def build_plain_graph(model: BertModel) -> "onnx.ModelProto":  # noqa: F821
         node("Softmax", [p + "masked"], [p + "probs"], p + "softmax", axis=-1)
         node("MatMul", [p + "probs", p + "v"], [p + "context_heads"], p + "context_heads")
         node("Transpose", [p + "context_heads"], [p + "context_padded"], p + "context_t", perm=[0, 2, 1, 3])
-        node("Reshape", [p + "context_padded", rows_shape], [p + "context_slots"], p + "slots")
-        node("Gather", [p + "context_slots", "unpad_index"], [p + "context"], p + "unpad", axis=0)
-        out = "last_hidden_state" if n == len(layers) - 1 else f"hidden_{n + 1}"
-        g.layer_tail(lay, p, x, p + "context", out)
-        x = out
-    return g.proto([("input_ids", ["tokens"]), ("position_ids", ["tokens"]), ("pad_index", ["batch", "sequence"]),
-                    ("unpad_index", ["tokens"]), ("key_padding_mask", ["batch", "sequence"])], "tokens")
+        x = g.unpad_layer_tail(lay, n, x, rows_shape, last=n == len(layers) - 1)
+    return g.packed_proto()
