@@ -194,7 +194,7 @@ def test_cache_dir_follows_the_environment(tmp_path: Path, monkeypatch: pytest.M
     assert onnx_bert.cache_dir() == tmp_path / "xdg" / "densewire"
     monkeypatch.setenv("DENSEWIRE_CACHE_DIR", str(tmp_path / "dw"))
     assert onnx_bert.cache_dir() == tmp_path / "dw"
-    b = load_backend("minilm")
+    b = load_backend("minilm", engine="onnx")
     assert b.graph_path.parent == tmp_path / "dw" / "onnx"
 
 
