@@ -21,20 +21,16 @@ from elasticsearch.serializer import NdjsonSerializer
 
 import densewire
 from densewire._cli import main
-from pgvector_support import start_pgvector
 from server_support import SRC, ServerProcess
 
 RNG = np.random.default_rng(1803)
 V = RNG.standard_normal((120, 12)).astype(np.float32)
 
 
-@pytest.fixture(scope="module")
-def pg():
-    p = start_pgvector()
-    try:
-        yield p
-    finally:
-        p.stop()
+@pytest.fixture
+def pg(pgvector_db):
+    """The session's PostgreSQL with pgvector (conftest): every test here makes its own tables first."""
+    return pgvector_db
 
 
 @pytest.fixture(scope="module")

@@ -15,20 +15,16 @@ import densewire
 from densewire import Tensor, pgvector
 from densewire._tensor import storage_dtype
 from golden_capabilities import GOLDEN
-from pgvector_support import start_pgvector
 
 _BITS = {"float32": "<u4", "float16": "<u2", "bfloat16": "<u2", "float64": "<u8", "binary": "u1"}
 _VALID = [c for c in json.loads((GOLDEN / "pgcopy.json").read_text())["cases"] if c["id"].startswith("pgcopy.")]
 RNG = np.random.default_rng(1806)
 
 
-@pytest.fixture(scope="module")
-def pg():
-    p = start_pgvector()
-    try:
-        yield p
-    finally:
-        p.stop()
+@pytest.fixture
+def pg(pgvector_db):
+    """The session's PostgreSQL with pgvector (conftest): every test here makes its own tables first."""
+    return pgvector_db
 
 
 @pytest.fixture
