@@ -133,12 +133,16 @@ def wire_bytes(url: str, n: int = 256) -> dict[str, float]:
 
 def t1(urls: list[str], rows: int, n_rounds: int, actors: int) -> dict[str, Any]:
     bs, inflight = 256, 4
-    ds_dw = lambda: dwray.embed(corpus(rows, 2048), url=urls, batch_size=bs, max_in_flight=inflight,
-                                concurrency=actors).materialize()
-    ds_oa = lambda: corpus(rows, 2048).map_batches(
-        OpenAIFloatEmbed, fn_constructor_kwargs={"urls": urls, "batch_size": bs, "in_flight": inflight},
-        batch_size=bs * inflight, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors),
-        num_cpus=1).materialize()
+    def ds_dw():
+        return dwray.embed(corpus(rows, 2048), url=urls, batch_size=bs, max_in_flight=inflight,
+                           concurrency=actors).materialize()
+
+    def ds_oa():
+        return corpus(rows, 2048).map_batches(
+            OpenAIFloatEmbed, fn_constructor_kwargs={"urls": urls, "batch_size": bs, "in_flight": inflight},
+            batch_size=bs * inflight, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors),
+            num_cpus=1).materialize()
+
     runs = {"densewire embed(url=) raw": ds_dw, "OpenAI SDK encoding_format=float": ds_oa}
     measured = rounds("T1", rows, runs, n_rounds)
     return {"rows": rows, "d": D, "actors": actors, "batch_size": bs, "in_flight": inflight,

@@ -4,13 +4,13 @@ summary, and the machine's description recorded beside every figure."""
 from __future__ import annotations
 
 import os
-import platform
 import statistics
-import subprocess
 import time
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
+
+from densewire._backends import cpu_features, cpu_flags
+from densewire._bench import machine_info
 
 __all__ = ["D", "texts", "rounds", "summary", "machine"]
 
@@ -42,25 +42,10 @@ def rounds(label: str, rows: int, runs: dict[str, Callable[[], Any]], n: int, *,
     return {k: summary(rows, v) for k, v in times.items()}
 
 
-def _lscpu() -> dict[str, str]:
-    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    return dict((k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in out.splitlines()) if v)
-
-
 def machine(packages: tuple[str, ...]) -> dict[str, Any]:
-    """The CPU (model, cores, the SIMD flags that matter), the load when the run began, Python and the
-    versions of ``packages``, and the BLAS variables some machines set."""
-    cpu = _lscpu()
-    flags = cpu.get("Flags", "").split()
-    wanted = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8", "f16c", "fma")
-
-    def ver(p: str) -> str:
-        try:
-            return version(p)
-        except PackageNotFoundError:
-            return "not installed"
-
-    return {"cpu": cpu.get("Model name", "?"), "cores": os.cpu_count(), "cpu_flags": [f for f in wanted if f in flags],
-            "load_average_at_start": os.getloadavg(), "python": platform.python_version(),
-            **{k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ},
-            **{p: ver(p) for p in packages}}
+    """:func:`densewire._bench.machine_info` (CPU model, cores, Python, the versions of ``packages``) with
+    the CPU features that decide the engine (precision.cpu_features), the load when the run began, and
+    the BLAS variables some machines set."""
+    return {**machine_info(packages), "cpu_features": list(cpu_features(cpu_flags())),
+            "load_average_at_start": os.getloadavg(),
+            **{k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}}

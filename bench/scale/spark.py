@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -64,14 +65,12 @@ def check_equal(frames: dict[str, Any], url: str, n: int) -> None:
         want = client.embed_many(sample)
     for name, frame in frames.items():
         got = frame.where(f"id < {n}").orderBy("id").toArrow()
-        vectors = np.stack([np.asarray(v, np.float32) for v in got.column("embedding").to_pylist()])
+        vectors = got.column("embedding").combine_chunks().flatten().to_numpy().reshape(len(got), -1)
         if got.column("text").to_pylist() != sample or not np.array_equal(vectors, want):
             raise AssertionError(f"{name}: its vectors differ from Client.embed_many's")
 
 
 def java_version() -> str:
-    import subprocess
-
     out = subprocess.run([java_or_fail(), "-version"], capture_output=True, text=True).stderr
     return out.splitlines()[0] if out else "?"
 

@@ -41,16 +41,6 @@ def pytest_terminal_summary(terminalreporter) -> None:
 FLEET_DIMENSIONS = 16
 
 
-def auto_engine() -> tuple[str, type]:
-    """What ``engine="auto"`` runs the built-in BERT models on, on this CPU (OpenVINO in bf16 where the CPU
-    multiplies bf16, ONNX Runtime in fp32 elsewhere: precision.choose), and the backend class of it: tests
-    of the default path expect this, so that they hold on both kinds of CPU CI runs on."""
-    from densewire._backends import OnnxBertBackend, OpenVinoBertBackend, choose
-
-    engine = choose().engine
-    return engine, {"onnx": OnnxBertBackend, "openvino": OpenVinoBertBackend}[engine]
-
-
 @pytest.fixture(scope="session")
 def hash_fleet():
     """Two ``densewire serve --model hash:16`` replicas (their ``.url``), for the whole session."""

@@ -25,8 +25,8 @@ from server_support import SRC, free_port
 
 TESTS = Path(__file__).resolve().parent  # on the executors' path too: the tests' own mapInArrow functions
 
-__all__ = ["SparkCluster", "spark_session", "java_or_fail", "wait_for_executors", "executors", "process_of_local_port",
-           "ancestors", "cmdline", "executor_jvm_of"]
+__all__ = ["SparkCluster", "spark_conf", "spark_session", "java_or_fail", "wait_for_executors", "executors",
+           "process_of_local_port", "ancestors", "cmdline", "executor_jvm_of"]
 
 
 def java_or_fail() -> str:
@@ -127,23 +127,27 @@ class SparkCluster:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def spark_conf(cluster: SparkCluster) -> dict[str, str]:
+    """The settings of an application on ``cluster``: one executor of 1 core per worker, this Python on
+    both sides (this densewire and the tests' modules on the executors' path), the driver on loopback
+    with its UI (and its REST API) on a free port, 4 attempts a task (the cluster default)."""
+    return {"spark.master": cluster.url, "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+            "spark.driver.memory": "512m", "spark.executor.memory": "512m", "spark.executor.cores": "1",
+            "spark.cores.max": str(cluster.n_workers), "spark.ui.port": str(free_port()),
+            "spark.ui.showConsoleProgress": "false", "spark.pyspark.python": sys.executable,
+            "spark.pyspark.driver.python": sys.executable,
+            "spark.executorEnv.PYTHONPATH": os.pathsep.join([str(SRC), str(TESTS)]), "spark.task.maxFailures": "4",
+            "spark.sql.shuffle.partitions": "4"}
+
+
 def spark_session(cluster: SparkCluster, app: str = "densewire-tests", conf: dict[str, str] | None = None) -> Any:
-    """A SparkSession on ``cluster``: one executor of 1 core per worker, the test's Python on both sides,
-    the driver's UI (and its REST API) on a free port, 4 attempts a task (the cluster default); ``conf``
-    sets more (or other) settings."""
+    """A SparkSession on ``cluster`` with :func:`spark_conf`'s settings, ``conf`` adding to (or replacing) them."""
     os.environ.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     os.environ.pop("SPARK_HOME", None)
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.master(cluster.url).appName(app)
-             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.driver.memory", "512m").config("spark.executor.memory", "512m")
-             .config("spark.executor.cores", "1").config("spark.cores.max", str(cluster.n_workers))
-             .config("spark.ui.port", str(free_port())).config("spark.ui.showConsoleProgress", "false")
-             .config("spark.pyspark.python", sys.executable).config("spark.pyspark.driver.python", sys.executable)
-             .config("spark.executorEnv.PYTHONPATH", os.pathsep.join([str(SRC), str(TESTS)])).config("spark.task.maxFailures", "4")
-             .config("spark.sql.shuffle.partitions", "4"))
-    for key, value in (conf or {}).items():
+    builder = SparkSession.builder.appName(app)
+    for key, value in {**spark_conf(cluster), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

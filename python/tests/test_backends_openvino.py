@@ -164,6 +164,7 @@ worker.join()
 print(json.dumps({"before": before, "pinned": seen, "calls": calls[0]}))
 """
 
+
 def test_leaves_every_thread_on_the_cpus_it_had(cache: Path) -> None:
     """OpenVINO pins its threads to cores unless told not to: two engines of one thread in two processes on
     one machine (two Ray actors, two Spark Python workers, two replicas) then share CPU 0 and each runs at

@@ -10,11 +10,11 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from conftest import auto_engine
 from server_support import ServerProcess
 from tiny_bert import write_tiny_model
 
 import densewire
+from densewire._backends import choose
 
 
 def _provider_matches(engine: str, provider: str | None) -> bool:
@@ -25,7 +25,7 @@ def _provider_matches(engine: str, provider: str | None) -> bool:
 
 @pytest.mark.parametrize("flags", [(), ("--engine", "onnx"), ("--engine", "numpy")])
 def test_models_and_health_name_the_engine(flags: tuple[str, ...], tmp_path: Path) -> None:
-    engine = flags[1] if flags else auto_engine()[0]  # no flag: what auto picks on this CPU
+    engine = flags[1] if flags else choose().engine  # no flag: what auto picks on this CPU
     folder = write_tiny_model(tmp_path / "tiny", "roberta-mean")
     with ServerProcess("--model", str(folder), "--blas-threads", "1", *flags,
                        env={"DENSEWIRE_CACHE_DIR": str(tmp_path / "cache")}) as s:

@@ -32,9 +32,11 @@ def server():
 MAX_DIFFERENCE = {"fp32": 1e-4, "bf16": 4e-3}
 
 
-def _served_precision(server) -> str:
+@pytest.fixture(scope="module")
+def precision(server) -> str:
+    """The precision the default server reports: what auto decides on this CPU."""
     card = httpx.get(server.url + "/v1/models").json()["data"][0]
-    assert card["precision"] == choose().precision  # what auto decides on this CPU
+    assert card["precision"] == choose().precision
     return card["precision"]
 
 
@@ -52,21 +54,20 @@ def test_models_endpoint(server) -> None:
     assert card["dimensions"] == REFERENCE["dims"] == 384
 
 
-def test_raw_matches_reference(server) -> None:
+def test_raw_matches_reference(server, precision) -> None:
     r = httpx.post(server.url + "/v1/embeddings", json={"input": TEXTS, "model": REFERENCE["model"], "truncate": True},
                    headers={"Accept": "application/octet-stream"}, timeout=120)
     assert r.status_code == 200, r.text
     emb = densewire.decode(r.content, "raw", r.headers)
     assert emb.model == REFERENCE["model"]
     assert emb.usage.prompt_tokens > len(TEXTS)
-    _check(emb.tensor.array, _served_precision(server))
+    _check(emb.tensor.array, precision)
 
 
-def test_openai_sdk_matches_reference(server) -> None:
+def test_openai_sdk_matches_reference(server, precision) -> None:
     with openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=120) as c:
         # the spec alias is accepted too; the reference's long text is cut at 256 tokens as sentence-transformers does
         resp = c.embeddings.create(model="minilm", input=TEXTS, extra_body={"truncate_prompt_tokens": -1})
-        precision = _served_precision(server)
         _check(np.array([d.embedding for d in resp.data], dtype=np.float32), precision)
         one = c.embeddings.create(model=REFERENCE["model"], input=TEXTS[0], encoding_format="float")
         _check(np.array([one.data[0].embedding], dtype=np.float32), precision, EXPECTED[:1])

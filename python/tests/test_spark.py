@@ -28,7 +28,7 @@ from densewire import pgvector
 from densewire.batch import BatchError
 from densewire.spark import embed, spark_vectors, write_es_bulk, write_pgvector
 from server_support import SRC, ServerProcess, wait_until
-from spark_support import SparkCluster, ancestors, executor_jvm_of, executors, process_of_local_port
+from spark_support import SparkCluster, ancestors, executor_jvm_of, executors, process_of_local_port, spark_conf
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -294,8 +294,9 @@ def test_the_readme_spark_example_runs_with_spark_submit(conn, pgvector_db, tmp_
     (pyspark's own) on a standalone cluster: a cluster of its own, two 1-core workers (the session's cluster
     has its cores taken by the tests' application), two hash:384 replicas for its two URLs and the test
     database for its conninfo."""
-    (block,) = re.findall(r"```python spark\n(.*?)```", (REPO / "README.md").read_text(), re.S)
-    assert "spark-submit --master spark://spark-master:7077 embed_docs.py" in (REPO / "README.md").read_text()
+    readme = (REPO / "README.md").read_text()
+    (block,) = re.findall(r"```python spark\n(.*?)```", readme, re.S)
+    assert "spark-submit --master spark://spark-master:7077 embed_docs.py" in readme
     conn.execute("DROP TABLE IF EXISTS docs")  # rows of an earlier run stay as they are
     conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, embedding vector(384))")
     conn.execute("INSERT INTO docs SELECT i, array_fill(0, ARRAY[384])::vector FROM generate_series(0, 99) i")
@@ -308,9 +309,8 @@ def test_the_readme_spark_example_runs_with_spark_submit(conn, pgvector_db, tmp_
         job = tmp_path / "embed_docs.py"
         job.write_text(block.replace("http://10.0.0.11:8000", servers[0].url).replace("http://10.0.0.12:8000", servers[1].url)
                        .replace("postgresql://localhost/app", pgvector_db.url))
-        settings = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", "spark.driver.memory": "512m",
-                    "spark.executor.memory": "512m", "spark.ui.enabled": "false", "spark.executorEnv.PYTHONPATH": str(SRC)}
-        command = [str(cluster.home / "bin" / "spark-submit"), "--master", cluster.url]
+        settings = spark_conf(cluster)  # what the README's --master gives, and loopback, memory, this Python
+        command = [str(cluster.home / "bin" / "spark-submit"), "--master", settings.pop("spark.master")]
         for key, value in settings.items():
             command += ["--conf", f"{key}={value}"]
         proc = subprocess.run([*command, job.name], cwd=tmp_path, capture_output=True, text=True, timeout=600,

@@ -131,7 +131,8 @@ def run_bench(n: int = 1000, d: int = 1536, dtype: str = "float32", *, min_repea
     return results
 
 
-def machine_info() -> dict[str, str]:
+def machine_info(packages: tuple[str, ...] = ("densewire", "numpy", "pybase64", "orjson", "pyarrow")) -> dict[str, str]:
+    """The CPU model and cores, Python, the platform, and the versions of ``packages``."""
     cpu = platform.processor() or ""
     try:
         with open("/proc/cpuinfo") as f:
@@ -139,7 +140,7 @@ def machine_info() -> dict[str, str]:
     except OSError:
         pass
     info = {"cpu": cpu, "cores": str(os.cpu_count()), "python": sys.version.split()[0], "platform": platform.platform()}
-    for pkg in ("densewire", "numpy", "pybase64", "orjson", "pyarrow"):
+    for pkg in packages:
         try:
             info[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
