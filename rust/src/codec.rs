@@ -27,7 +27,7 @@ impl Embeddings {
             Format::Protobuf => {
                 #[cfg(feature = "protobuf")]
                 {
-                    if self.model.is_some() || self.usage.is_some() || self.quantization.is_some() {
+                    if self.has_envelope() {
                         crate::protobuf::encode_protobuf_response(self).into()
                     } else {
                         crate::protobuf::encode_protobuf_tensor(&self.tensor).into()

@@ -65,4 +65,10 @@ impl Embeddings {
     pub fn from_tensor(tensor: Tensor) -> Embeddings {
         Embeddings { tensor, model: None, usage: None, quantization: None }
     }
+
+    /// Whether anything but the tensor is set (a model, usage or quantization id): such a response
+    /// is a Protobuf `EmbeddingsResponse`, a bare tensor a `Tensor` message.
+    pub(crate) fn has_envelope(&self) -> bool {
+        self.model.is_some() || self.usage.is_some() || self.quantization.is_some()
+    }
 }
