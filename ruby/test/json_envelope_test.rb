@@ -55,6 +55,15 @@ class JSONEnvelopeTest < Minitest::Test
     assert_equal [1, 16], bin.shape
   end
 
+  def test_usage_counts_are_non_negative_integers
+    text = ->(count) { %({"data":[{"index":0,"embedding":"AACAPw=="}],"usage":{"prompt_tokens":#{count},"total_tokens":2}}) }
+    assert_equal [3, 2], J.decode(text.call(3)).usage.to_h.values
+    ["1e3080", "1.5", "-1", '"3"', "true"].each do |count|
+      error = assert_raises(Densewire::InvalidFieldError, count) { J.decode(text.call(count)) }
+      assert_equal "usage.prompt_tokens", error.field
+    end
+  end
+
   def test_decoding_errors
     {
       '[1,2]' => ["malformed", nil],

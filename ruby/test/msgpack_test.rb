@@ -17,6 +17,16 @@ class MsgpackTest < Minitest::Test
     assert_equal [[[1.0]], "m", nil], [result.to_a, result.model, result.usage]
   end
 
+  def test_usage_counts_are_non_negative_integers
+    t = Densewire::Tensor.from_values([[1.0]])
+    body = ->(usage) { M.encode(t).sub("\x83".b, "\x84".b) + pack("usage") + pack(usage) }
+    assert_equal [4, nil], M.decode(body.call({ "prompt_tokens" => 4 })).usage.to_h.values
+    [-1, 2.5, "4"].each do |count|
+      error = assert_raises(Densewire::InvalidFieldError, count.inspect) { M.decode(body.call({ "total_tokens" => count })) }
+      assert_equal "usage.total_tokens", error.field
+    end
+  end
+
   def test_large_tensors_use_bin32_and_round_trip
     t = Densewire::Tensor.new(Random.new(1).bytes(70_000 * 4), dtype: "float32", shape: [70_000, 1])
     body = M.encode(t)

@@ -3,6 +3,22 @@
 module Densewire
   # Token counts of an embeddings response.
   Usage = Struct.new(:prompt_tokens, :total_tokens, keyword_init: true) do
+    # A decoded usage map (JSON or MessagePack): nil unless it is a map; an absent count stays nil,
+    # a present one must be a non-negative Integer (InvalidFieldError on "usage.prompt_tokens" ...).
+    def self.parse(value)
+      return nil unless value.is_a?(Hash)
+
+      counts = %w[prompt_tokens total_tokens].to_h do |key|
+        v = value[key]
+        unless v.nil? || (v.is_a?(Integer) && v >= 0)
+          raise InvalidFieldError.new("must be a non-negative integer, got #{v.inspect[0, 40]}", field: "usage.#{key}")
+        end
+
+        [key.to_sym, v]
+      end
+      new(**counts)
+    end
+
     def to_h
       { "prompt_tokens" => prompt_tokens, "total_tokens" => total_tokens }
     end

@@ -146,7 +146,7 @@ module Densewire
       end
       buf = rows.join # sizes the result once: faster than appending to a String
       tensor = Tensor.new(buf, dtype: dtype, shape: [data.size, d])
-      Embeddings.new(tensor, model: doc["model"].is_a?(String) ? doc["model"] : nil, usage: usage_of(doc["usage"]),
+      Embeddings.new(tensor, model: doc["model"].is_a?(String) ? doc["model"] : nil, usage: Usage.parse(doc["usage"]),
                              quantization: Quantization.read_id(doc["quantization"], "quantization"))
     end
 
@@ -273,10 +273,5 @@ module Densewire
       end
     end
 
-    def usage_of(usage)
-      return nil unless usage.is_a?(Hash)
-
-      Usage.new(prompt_tokens: usage["prompt_tokens"], total_tokens: usage["total_tokens"])
-    end
   end
 end

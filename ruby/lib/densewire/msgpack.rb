@@ -167,15 +167,10 @@ module Densewire
       raise InvalidFieldError.new("not a str", field: "quantization") if fields.key?("quantization") && !str?(quantization)
 
       Embeddings.new(Tensor.new(data, dtype: dtype, shape: shape), model: str?(model) ? model : nil,
-                                                                   usage: usage_of(fields["usage"]),
+                                                                   usage: Usage.parse(fields["usage"]),
                                                                    quantization: quantization)
     end
 
-    def usage_of(usage)
-      return nil unless usage.is_a?(Hash)
-
-      Usage.new(prompt_tokens: usage["prompt_tokens"], total_tokens: usage["total_tokens"])
-    end
 
     # str (not bin): the gem decodes str as UTF-8 and bin as binary.
     def str?(value)
