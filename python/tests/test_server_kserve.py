@@ -233,3 +233,37 @@ def test_full_admission_is_429_with_retry_after() -> None:
         upstream.gate.set()
         assert first.result().status_code == 200
         assert "b" not in upstream.received and "c" not in upstream.received
+
+
+def test_api_key_body_limit_and_compression() -> None:
+    """--api-key as Authorization (401 without it; the health and model-ready probes stay public),
+    --max-body-bytes (413 naming the limit), and tritonclient's gzip/deflate request and response
+    compression."""
+    with ServerProcess("--model", "hash:24", "--api-key", "k", "--max-body-bytes", "4K",
+                       "--compress-min-bytes", "64") as s:
+        c = triton.InferenceServerClient(s.url.removeprefix("http://"))
+        assert c.is_server_live() and c.is_server_ready() and c.is_model_ready("hash-24")
+        with pytest.raises(InferenceServerException) as info:
+            c.get_model_metadata("hash-24")
+        assert info.value.status() == "401"
+        auth = {"Authorization": "Bearer k"}
+        assert c.get_model_metadata("hash-24", headers=auth)["name"] == "hash-24"
+        inp = triton.InferInput("text", [2], "BYTES")
+        inp.set_data_from_numpy(np.array(TEXTS[:2], dtype=object))
+        with pytest.raises(InferenceServerException) as info:
+            c.infer("hash-24", [inp])
+        assert info.value.status() == "401"
+        want = httpx.post(s.url + "/v1/embeddings", json={"input": TEXTS[:2]}, headers={
+            **auth, "Accept": "application/octet-stream"})
+        want = densewire.decode(want.content, "raw", want.headers).tensor.array
+        for algorithm in ("gzip", "deflate"):
+            result = c.infer("hash-24", [inp], headers=auth, request_compression_algorithm=algorithm,
+                             response_compression_algorithm=algorithm)
+            assert result.as_numpy("embedding").tobytes() == want.tobytes()
+        big = triton.InferInput("text", [8], "BYTES")
+        big.set_data_from_numpy(np.array(["x" * 1000] * 8, dtype=object))
+        with pytest.raises(InferenceServerException) as info:
+            c.infer("hash-24", [big], headers=auth)
+        assert info.value.status() == "413" and "4096" in info.value.message()
+        c.close()
+        assert "Traceback" not in s.log_text()
