@@ -16,7 +16,7 @@ Contenders (HTTP/1.1 on loopback, one request at a time, the same 1,000 texts ea
   ``densewire.decode_raw``; ``v1_raw_gevent``: the same by geventhttpclient, the HTTP client under
   ``tritonclient.http`` (so that the client library's share of end-to-end time shows).
 * gRPC raw contents (``tritonclient.grpc``, ``raw_output_contents``): the ``grpc`` branch adds it to
-  ``CONTENDERS`` (end to end) and ``DECODERS`` (client decode) below; RESULTS.md has its columns.
+  the ``contenders`` (end to end) and ``decoders`` (client decode) dicts of ``main()``; RESULTS.md has its columns.
 
 Two figures: **client decode rate** (rows/s of turning one captured response body into a numpy array,
 exactly what each client does after the bytes arrived: tritonclient's ``InferResult`` +
