@@ -521,6 +521,10 @@ def generate() -> dict[str, str]:
     from retry import retry_cases  # noqa: PLC0415
 
     files["retry.json"] = retry_cases(load("retry"))
+    import ragged  # noqa: PLC0415 (imports this module's encoders)
+
+    files["ragged.json"] = ragged.golden("ragged", load("ragged"))
+    files["sparse.json"] = ragged.golden("sparse", load("sparse"))
     header = {"spec_version": SPEC_VERSION, "generated_by": "testdata/generate.py from testdata/cases/*.toml; do not edit"}
     out = {name: json.dumps({**header, "cases": cases}, indent=1, ensure_ascii=False) + "\n"
            for name, cases in files.items()}
