@@ -114,6 +114,9 @@ def test_pooling_token_embed_in_vllm_shapes(server, reference, precision) -> Non
     first = meta["data"][0]
     half = np.frombuffer(raw.content[first["start"]:first["end"]], "<f2").reshape(first["shape"])
     assert np.array_equal(half, floats[0].astype(np.float16))
+    only = httpx.post(server.url + "/pooling", json={**body, "encoding_format": "bytes_only", "embed_dtype": "float16"},
+                      timeout=120)
+    assert only.content == raw.content and "metadata" not in only.headers
     ragged = httpx.post(server.url + "/pooling", json=body, headers={"Accept": "application/msgpack"}, timeout=120)
     assert np.array_equal(densewire.decode(ragged.content, "msgpack", kind="ragged").tensor.values, floats.values)
 

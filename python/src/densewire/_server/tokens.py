@@ -5,7 +5,8 @@
 * vLLM's ``POST /pooling`` with ``"task": "token_embed"``: ``{"model", "input", "encoding_format",
   "embed_dtype", "endianness", "truncate_prompt_tokens", ...}`` -> ``{"id": "pool-…", "object": "list",
   "created", "model", "data": [{"index", "object": "pooling", "data": [[...]] | Base64}], "usage"}``;
-  ``encoding_format: "bytes"`` answers the matrices' bytes back to back with vLLM's ``metadata`` header.
+  ``encoding_format: "bytes"`` answers the matrices' bytes back to back with vLLM's ``metadata`` header
+  (``bytes_only``: without it).
 
 JSON is each route's own shape; ``Accept`` selects densewire's ragged tensor (SPEC.md 19) in raw,
 MessagePack, Protobuf or Arrow. Both routes run on the shared pipeline (auth, admission, metrics,
@@ -136,7 +137,7 @@ async def vllm_pooling(request: Request) -> Response:
             raise InvalidFieldError(f"task {task!r} is not served on /pooling: densewire answers 'token_embed' here "
                                     "(pooled vectors: POST /v1/embeddings)", field="task")
         texts = _pooling_inputs(doc.get("input"), call.st.cfg.max_client_batch_size)
-        encoding = _choice(doc, "encoding_format", ("float", "base64", "bytes"), "float")
+        encoding = _choice(doc, "encoding_format", ("float", "base64", "bytes", "bytes_only"), "float")
         embed_dtype = _choice(doc, "embed_dtype", _POOLING_DTYPES, "float32")
         endianness = _choice(doc, "endianness", ("native", "big", "little"), "native")
         for key, value in (("normalize", False), ("use_activation", False), ("add_special_tokens", False)):
@@ -159,7 +160,7 @@ async def vllm_pooling(request: Request) -> Response:
         rid = "pool-" + (doc.get("request_id") if isinstance(doc.get("request_id"), str) else None
                          or request.headers.get("x-request-id") or uuid.uuid4().hex)
         usage = {"prompt_tokens": emb.usage.prompt_tokens, "total_tokens": emb.usage.total_tokens}
-        if encoding == "bytes":
+        if encoding in ("bytes", "bytes_only"):
             parts, items, at = [], [], 0
             for i, m in enumerate(ragged):
                 b = _vllm_matrix_bytes(m, embed_dtype, endianness)
@@ -168,8 +169,8 @@ async def vllm_pooling(request: Request) -> Response:
                               "end": at + len(b), "shape": list(m.shape)})
                 at += len(b)
             meta = {"id": rid, "created": int(time.time()), "model": emb.model, "data": items, "usage": usage}
-            return call.prepared(b"".join(parts), {"metadata": json.dumps(meta)}, coding,
-                                 media_type="application/octet-stream")
+            headers = {"metadata": json.dumps(meta)} if encoding == "bytes" else {}  # bytes_only: the body alone
+            return call.prepared(b"".join(parts), headers, coding, media_type="application/octet-stream")
         if fmt != "json":
             return await call.render(emb, fmt, coding)
         if encoding == "float":
