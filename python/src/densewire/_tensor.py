@@ -148,6 +148,10 @@ class Tensor:
         return widen(self)
 
 
+MAX_TOKEN_COUNT = (1 << 53) - 1
+"""The largest usage count (SPEC.md 6.2): every language's JSON numbers hold it exactly."""
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     prompt_tokens: int = 0
@@ -163,8 +167,8 @@ class Usage:
         counts = []
         for key in ("prompt_tokens", "total_tokens"):
             v = value.get(key, 0)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise InvalidFieldError(f"must be a non-negative integer, got {v!r}", field=f"usage.{key}")
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_TOKEN_COUNT:
+                raise InvalidFieldError(f"must be an integer from 0 to 2^53 - 1, got {v!r}", field=f"usage.{key}")
             counts.append(v)
         return cls(*counts)
 
@@ -172,16 +176,18 @@ class Usage:
 @dataclass(frozen=True, slots=True)
 class Embeddings:
     """An embeddings response: the tensor, and the model and usage that came with it; for int8 and
-    uint8 responses, the ``quantization`` id of the ranges the server quantized with (SPEC.md 17.4)."""
+    uint8 responses, the ``quantization`` id of the ranges the server quantized with (SPEC.md 17.4).
+    ``tensor`` is a RaggedTensor or SparseVectors for the outputs of SPEC.md 19 (token embeddings,
+    sparse vectors); ``array`` is then their ``values``."""
 
-    tensor: Tensor
+    tensor: "Tensor | RaggedTensor | SparseVectors"  # noqa: F821 (densewire._ragged builds on this module)
     model: str | None = None
     usage: Usage | None = None
     quantization: str | None = None
 
     @property
     def array(self) -> np.ndarray:
-        return self.tensor.array
+        return self.tensor.array if isinstance(self.tensor, Tensor) else self.tensor.values
 
 
 def widen(t: Tensor) -> np.ndarray:
