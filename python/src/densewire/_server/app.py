@@ -134,8 +134,9 @@ class ServerState:
         await self.tables.stop()
         self.cpu_pool.shutdown(wait=False, cancel_futures=True)
 
-    def check_auth(self, request: Request, public: bool = False) -> None:
-        """Refuse a request without the API key (when one is set), unless the route is ``public``."""
+    def check_auth(self, request: Any, public: bool = False) -> None:
+        """Refuse a call without the API key (when one is set), unless the route is ``public``: ``request`` is
+        anything with ``headers`` (a Starlette request, a pipeline.Incoming of HTTP headers or gRPC metadata)."""
         if self._api_key is None or public:
             return
         auth = request.headers.get("authorization")
