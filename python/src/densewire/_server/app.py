@@ -387,12 +387,25 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await state.start()
+        grpc_server = None
+        if cfg.grpc_port is not None:  # gRPC beside HTTP, in this event loop (grpc_server.py)
+            from .grpc_server import GrpcServer
+
+            grpc_server = GrpcServer(state)
+            try:
+                await grpc_server.start()
+            except BaseException:
+                await grpc_server.stop()
+                await state.stop()
+                raise
         log.info("%s", ready_block(app, state))
         state.lifecycle.install_signal_hooks()
         try:
             yield
         finally:
             state.lifecycle.remove_signal_hooks()
+            if grpc_server is not None:
+                await grpc_server.stop()
             await state.stop()
 
     routes = [
