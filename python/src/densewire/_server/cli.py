@@ -137,6 +137,10 @@ SERVER_MODULES = ("starlette", "uvicorn", "httptools", "zttp", "orjson", "brotli
 GRPC_MODULES = ("grpc", "grpc_health", "grpc_reflection", "google.protobuf")
 
 
+def _missing_grpc_modules() -> list[str]:
+    return missing(*GRPC_MODULES)
+
+
 def _missing_modules() -> list[str]:
     return missing(*SERVER_MODULES)
 
@@ -153,7 +157,7 @@ def _handle(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"densewire serve: {exc}", file=sys.stderr)
         return 2
-    lacking = missing(*GRPC_MODULES) if cfg.grpc_port is not None else []
+    lacking = _missing_grpc_modules() if cfg.grpc_port is not None else []
     if lacking:
         print(f"densewire serve --grpc-port needs the server extra: pip install 'densewire[serve]' "
               f"(missing: {', '.join(lacking)})", file=sys.stderr)
