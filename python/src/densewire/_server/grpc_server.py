@@ -107,6 +107,9 @@ async def run_grpc(st: Any, context: grpc.aio.ServicerContext, method: str,
         if err is None:  # the client left (nobody to answer)
             record(st.metrics, method, "grpc", "499", t0)
             await context.abort(grpc.StatusCode.CANCELLED, "the client cancelled the call")
+        if answer.deadline:
+            record(st.metrics, method, "grpc", "504", t0)
+            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, error_text(err))
         record(st.metrics, method, "grpc", str(err.http_status), t0)
         await abort(context, err, answer.headers)
     record(st.metrics, method, "grpc", "200", t0, answer.ByteSize() if isinstance(answer, Message) else 0)

@@ -99,12 +99,14 @@ class Incoming:
 
 class Failure:
     """A call that failed: the error to answer and the headers to answer it with (``Retry-After``, ...);
-    ``error`` is None when the client has gone (nobody is left to answer)."""
+    ``error`` is None when the client has gone (nobody is left to answer); ``deadline``: the client's own
+    deadline passed (gRPC answers DEADLINE_EXCEEDED, not the server's --request-timeout)."""
 
-    __slots__ = ("error", "headers")
+    __slots__ = ("error", "headers", "deadline")
 
-    def __init__(self, error: DensewireError | None, headers: dict[str, str] | None = None) -> None:
-        self.error, self.headers = error, headers or {}
+    def __init__(self, error: DensewireError | None, headers: dict[str, str] | None = None, *,
+                 deadline: bool = False) -> None:
+        self.error, self.headers, self.deadline = error, headers or {}, deadline
 
 
 
@@ -220,7 +222,11 @@ async def run_pipeline(st: Any, incoming: Incoming, handle: Callable[[Call], Awa
     except DensewireError as err:
         return call, Failure(err, _error_headers(st, err))
     except TimeoutError:
-        return call, Failure(st.admission.timed_out(), {"Retry-After": str(st.admission.retry_after())})
+        err = st.admission.timed_out()
+        if ticket is not None and incoming.deadline is not None and ticket.deadline == incoming.deadline:
+            return call, Failure(UnavailableError("the call's deadline passed before the model answered"),
+                                 deadline=True)
+        return call, Failure(err, {"Retry-After": str(st.admission.retry_after())})
     except ShuttingDown:
         return call, Failure(UnavailableError("the server is shutting down; retry on another replica"),
                              {"Connection": "close", "Retry-After": "1"})
