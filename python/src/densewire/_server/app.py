@@ -52,6 +52,7 @@ from densewire import (
 )
 from densewire._backends.blas import limit_blas_threads
 from densewire._backends.registry import load_backend
+from densewire._optional import require
 
 from .admission import Admission, Ticket
 from .config import ServerConfig, config_from_env, validate
@@ -394,9 +395,7 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
         await state.start()
         grpc_server = None
         if cfg.grpc_port is not None:  # gRPC beside HTTP, in this event loop (grpc_server.py)
-            from .grpc_server import GrpcServer
-
-            grpc_server = GrpcServer(state)
+            grpc_server = require("densewire._server.grpc_server", extra="serve", feature="--grpc-port").GrpcServer(state)
             try:
                 await grpc_server.start()
             except BaseException:

@@ -17,7 +17,7 @@ import grpc
 from densewire import DensewireError, InvalidFieldError, __version__
 
 from .dialects import _length_error, _normalize, _request, _with_status
-from .grpc_server import abort, incoming_of, ordered, run_grpc, service, stream, unary
+from .grpc_call import abort, incoming_of, ordered, run_grpc, service, stream, unary
 from .grpcpb import tei_pb2 as pb
 from .pipeline import Call
 
