@@ -18,7 +18,7 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc as pb_grpc
 from tritonclient.utils import InferenceServerException
 
-from server_support import ServerProcess, free_port
+from server_support import ServerProcess, free_port, metric_value
 
 TEXTS = ["a sentence to embed", "another one, longer than the first", "é ü 漢字"]
 NAME = "all-MiniLM-L6-v2"  # the last path segment of the served name
@@ -138,12 +138,16 @@ def test_stream_infer_answers_in_order_and_an_error_does_not_end_the_stream(clie
 
 
 def test_grpc_and_http_at_once(server, client) -> None:
+    route = "/inference.GRPCInferenceService/ModelInfer"
+    before = metric_value(server.metrics(), "densewire_requests_total", route=route, status="200", format="grpc")
     with ThreadPoolExecutor(8) as pool:
         grpcs = [pool.submit(lambda i=i: client.infer(NAME, [_text_input([f"text {i}"])]).as_numpy("embedding"))
                  for i in range(12)]
         https = [pool.submit(lambda i=i: _http(server, [f"text {i}"]).content) for i in range(12)]
         for g, h in zip(grpcs, https):
             assert g.result().tobytes() == h.result()
+    after = metric_value(server.metrics(), "densewire_requests_total", route=route, status="200", format="grpc")
+    assert after - before == 12  # one /metrics for both transports
 
 
 @pytest.mark.parametrize("request_of,code,message", [

@@ -115,3 +115,16 @@ def test_long_text_is_cut_when_asked(tei, channel) -> None:
     pb, stubs = tei
     answer = stubs.EmbedStub(channel).Embed(pb.EmbedRequest(inputs="word " * 600, truncate=True))
     assert len(answer.embeddings) == 384 and answer.metadata.compute_tokens == 256  # the model's maximum
+
+
+def test_non_utf8_text_is_invalid_argument(tei, channel) -> None:
+    """A proto3 string that is not UTF-8 (a client writing the wire by hand) is refused before anything runs."""
+    pb, _ = tei
+    good = pb.EmbedRequest(inputs="abc").SerializeToString()
+    bad = good.replace(b"abc", b"a\xffc")
+    embed = channel.unary_unary("/tei.v1.Embed/Embed", request_serializer=None,
+                                response_deserializer=pb.EmbedResponse.FromString)
+    with pytest.raises(grpc.RpcError) as info:
+        embed(bad)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "not a valid tei.v1.EmbedRequest message" in info.value.details()
