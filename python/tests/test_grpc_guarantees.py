@@ -130,12 +130,15 @@ def test_sigterm_drains_http_and_grpc() -> None:
         channel = grpc.insecure_channel(server.grpc)
         try:
             stub = pb_grpc.GRPCInferenceServiceStub(channel)
+            watch = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest())
+            assert next(watch).status == SERVING
             in_grpc = pool.submit(stub.ModelInfer, _infer_request("via grpc"), timeout=60)
             in_http = pool.submit(httpx.post, server.url + "/v1/embeddings", json={"input": ["via http"]}, timeout=60)
             wait_until(lambda: metric_value(server.metrics(), "densewire_admission_active") == 2, "two admitted")
             assert server.proc is not None
             server.proc.send_signal(signal.SIGTERM)
             wait_until(lambda: "draining (SIGTERM)" in server.log_text(), "the drain to begin")
+            assert next(watch).status == NOT_SERVING  # a watching probe is told at once
             fresh = grpc.insecure_channel(server.grpc)  # GOAWAY: no new call is taken
             with pytest.raises(grpc.RpcError) as info:
                 pb_grpc.GRPCInferenceServiceStub(fresh).ModelInfer(_infer_request("new"), timeout=10)
