@@ -8,8 +8,12 @@ tests it).
     .venv/bin/python proto/generate.py          # write
     .venv/bin/python proto/generate.py --check  # compare only
 
-protoc's ``*_pb2_grpc.py`` import their messages by the proto's package path (``from inference import
-grpc_service_pb2``); in densewire's package they import them relatively (``from . import ...``).
+Two rewrites of protoc's output: the messages are added to densewire's own descriptor pool
+(``grpcpb.POOL``) instead of protobuf's default pool, so that a process that also imports another copy of
+the same protocol (tritonclient's ``service_pb2`` defines ``inference.*`` too, a client generated from
+TEI's tei.proto ``tei.v1.*``) does not fail with "duplicate symbol"; and protoc's ``*_pb2_grpc.py``, which
+import their messages by the proto's package path (``from inference import grpc_service_pb2``), import
+them relatively (``from . import ...``).
 """
 
 from __future__ import annotations
@@ -45,8 +49,19 @@ def generate() -> dict[str, str]:
                 text = (Path(tmp) / f"{stem}{suffix}").read_text()
                 if package:
                     text = re.sub(rf"^from {re.escape(package)} import ", "from . import ", text, flags=re.MULTILINE)
+                if suffix == "_pb2.py":
+                    text = _own_pool(text, source)
                 out[f"{stem.name}{suffix}"] = HEADER.format(source=f"proto/{source}") + text
     return out
+
+
+def _own_pool(text: str, source: str) -> str:
+    default = "DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile("
+    if text.count(default) != 1 or "# @@protoc_insertion_point(imports)\n" not in text:
+        raise SystemExit(f"protoc's output for proto/{source} no longer has the lines proto/generate.py rewrites")
+    text = text.replace(default, "DESCRIPTOR = POOL.AddSerializedFile(")
+    return text.replace("# @@protoc_insertion_point(imports)\n",
+                        "# @@protoc_insertion_point(imports)\nfrom . import POOL  # densewire's pool, not the default\n")
 
 
 def main(argv: list[str] | None = None) -> int:

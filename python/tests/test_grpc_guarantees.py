@@ -60,6 +60,10 @@ def test_health_and_reflection() -> None:
         found = next(refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(
             file_containing_symbol="inference.GRPCInferenceService")])))
         assert found.file_descriptor_response.file_descriptor_proto  # grpcurl can describe the methods
+        for symbol in ("tei.v1.Embed", "grpc.health.v1.Health"):
+            found = next(refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(
+                file_containing_symbol=symbol)])))
+            assert found.file_descriptor_response.file_descriptor_proto, symbol
 
 
 def test_api_key_as_authorization_metadata() -> None:

@@ -73,3 +73,14 @@ def test_generate_check_passes_and_fails_when_stale(tmp_path) -> None:
     assert run().returncode == 0
     (out / "old_pb2.py").write_text("# no longer generated\n")
     assert run().returncode == 1
+
+
+def test_served_messages_live_beside_another_copy_of_the_protocol() -> None:
+    """densewire's generated messages are in its own descriptor pool: tritonclient's copy of inference.* (imported
+    above, in the default pool) and the server's load in one process."""
+    from densewire._server.grpcpb import POOL, grpc_service_pb2, tei_pb2
+
+    assert triton.ModelInferRequest.DESCRIPTOR.full_name == grpc_service_pb2.ModelInferRequest.DESCRIPTOR.full_name
+    assert grpc_service_pb2.DESCRIPTOR.pool is POOL and tei_pb2.DESCRIPTOR.pool is POOL
+    wire = triton.ModelInferRequest(model_name="m", id="x").SerializeToString()
+    assert grpc_service_pb2.ModelInferRequest.FromString(wire).id == "x"

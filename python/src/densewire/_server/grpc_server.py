@@ -12,9 +12,10 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from . import grpc_kserve, grpc_tei
+from .grpcpb import POOL
 from .logs import log
 
 __all__ = ["GrpcServer"]
@@ -22,6 +23,11 @@ __all__ = ["GrpcServer"]
 #: grpc's own receive limit, as a multiple of --max-body-bytes (past it the core refuses the message;
 #: below it grpc_call.parse_message answers RESOURCE_EXHAUSTED naming the flag)
 _CORE_LIMIT_FACTOR = 4
+
+# reflection answers from densewire's descriptor pool (grpcpb.POOL): the health and reflection services'
+# files are added to it beside densewire's own
+for _file in (health_pb2.DESCRIPTOR, reflection_pb2.DESCRIPTOR):
+    POOL.AddSerializedFile(_file.serialized_pb)
 
 
 class GrpcServer:
@@ -49,7 +55,7 @@ class GrpcServer:
         self.services = [h.service_name() for h in handlers]
         names = [*self.services, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
                  reflection.SERVICE_NAME]
-        reflection.enable_server_reflection(names, self.server)
+        reflection.enable_server_reflection(names, self.server, pool=POOL)
         address = f"{'[' + cfg.host + ']' if ':' in cfg.host else cfg.host}:{cfg.grpc_port}"
         try:
             port = self.server.add_insecure_port(address)
