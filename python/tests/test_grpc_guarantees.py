@@ -7,7 +7,9 @@ the GatedUpstream of server_support (the fault injected: a model that answers wh
 
 from __future__ import annotations
 
+import shutil
 import signal
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -158,3 +160,34 @@ def test_sigterm_drains_http_and_grpc() -> None:
         finally:
             channel.close()
             server.stop()
+
+
+def test_tls_with_the_http_servers_certificate(tmp_path) -> None:
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl is needed by this test (Debian: apt-get install openssl)"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    server = _serve("--ssl-keyfile", str(key), "--ssl-certfile", str(cert))
+    server.url = server.url.replace("http://", "https://")
+    server.start(wait=False)
+    try:
+        creds = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        with grpc.secure_channel(server.grpc, creds) as channel:
+            stub = pb_grpc.GRPCInferenceServiceStub(channel)
+            wait_until(lambda: _live(stub), "the TLS gRPC server")
+            assert stub.ModelInfer(_infer_request("over tls", model="hash-8")).outputs[0].shape == [1, 8]
+        with grpc.insecure_channel(server.grpc) as plain:
+            with pytest.raises(grpc.RpcError) as info:
+                pb_grpc.GRPCInferenceServiceStub(plain).ServerLive(pb.ServerLiveRequest(), timeout=5)
+            assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        server.stop()
+
+
+def _live(stub) -> bool:
+    try:
+        return stub.ServerLive(pb.ServerLiveRequest(), timeout=2).live
+    except grpc.RpcError:
+        return False

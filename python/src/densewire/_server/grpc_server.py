@@ -1,13 +1,14 @@
 """The gRPC server of ``densewire serve --grpc-port PORT``: ``grpc.aio`` in uvicorn's event loop, started
 by the app's lifespan once the model is loaded and stopped at its end, serving grpc_kserve.py's and
 grpc_tei.py's services (on grpc_call.py, the pipeline's gRPC transport), the standard health service and
-server reflection. On SIGTERM (lifecycle.py's drain) the health statuses go NOT_SERVING and the server
+server reflection, over TLS with the HTTP server's --ssl-certfile/--ssl-keyfile when given. On SIGTERM (lifecycle.py's drain) the health statuses go NOT_SERVING and the server
 stops with the grace of ``--timeout-graceful-shutdown``: GOAWAY at once, the calls in flight finish.
 """
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -58,13 +59,19 @@ class GrpcServer:
         reflection.enable_server_reflection(names, self.server, pool=POOL)
         address = f"{'[' + cfg.host + ']' if ':' in cfg.host else cfg.host}:{cfg.grpc_port}"
         try:
-            port = self.server.add_insecure_port(address)
+            if cfg.ssl_certfile:  # the HTTP server's certificate: gRPC over TLS too (h2 by ALPN)
+                key = Path(cfg.ssl_keyfile or cfg.ssl_certfile).read_bytes()
+                creds = grpc.ssl_server_credentials([(key, Path(cfg.ssl_certfile).read_bytes())])
+                port = self.server.add_secure_port(address, creds)
+            else:
+                port = self.server.add_insecure_port(address)
         except RuntimeError as exc:
             raise RuntimeError(f"--grpc-port: cannot listen on {address}: {exc}") from None
         await self.server.start()
         await self.set_serving(self.st.ready)
         self.st.lifecycle.on_drain(self.drain)
-        log.info("gRPC on %s:%d: %s, grpc.health.v1.Health, reflection", cfg.host, port, ", ".join(self.services))
+        log.info("gRPC%s on %s:%d: %s, grpc.health.v1.Health, reflection", " (TLS)" if cfg.ssl_certfile else "",
+                 cfg.host, port, ", ".join(self.services))
 
     async def set_serving(self, serving: bool) -> None:
         status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
