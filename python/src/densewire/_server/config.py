@@ -245,8 +245,8 @@ SETTINGS: tuple[Setting, ...] = (
             "SECONDS"),
     Setting("ssl_keyfile", _opt_str, "private key (PEM) of --ssl-certfile: serve HTTPS, HTTP/2 (h2) "
             "negotiated by ALPN, else HTTP/1.1 (default: plain HTTP)", "FILE"),
-    Setting("ssl_certfile", _opt_str, "certificate chain (PEM) to serve HTTPS with; the key is read from "
-            "--ssl-keyfile, or from this file when no key file is given", "FILE"),
+    Setting("ssl_certfile", _opt_str, "certificate chain (PEM) to serve HTTPS with (and gRPC, with "
+            "--grpc-port); the key is read from --ssl-keyfile, or from this file when no key file is given", "FILE"),
     Setting("table", _lines, "serve a table at GET /v1/tables/NAME (repeatable). SOURCE: a .csv, .jsonl, "
             ".parquet or .arrow file; sqlite:PATH or postgresql://URL, optionally followed by a space and "
             "a SQL query (default: SELECT * FROM \"NAME\"); or demo:[rows=N,coordinates=float32]",
