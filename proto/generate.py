@@ -8,18 +8,17 @@ tests it).
     .venv/bin/python proto/generate.py          # write
     .venv/bin/python proto/generate.py --check  # compare only
 
-Two rewrites of protoc's output: the messages are added to densewire's own descriptor pool
-(``grpcpb.POOL``) instead of protobuf's default pool, so that a process that also imports another copy of
-the same protocol (tritonclient's ``service_pb2`` defines ``inference.*`` too, a client generated from
-TEI's tei.proto ``tei.v1.*``) does not fail with "duplicate symbol"; and protoc's ``*_pb2_grpc.py``, which
-import their messages by the proto's package path (``from inference import grpc_service_pb2``), import
-them relatively (``from . import ...``).
+Only the messages (``*_pb2.py``): the server registers its methods itself (grpc_kserve.py, grpc_tei.py,
+which parse requests from bytes to name the size limit), and clients bring their own stubs. One rewrite
+of protoc's output: the messages are added to densewire's own descriptor pool (``grpcpb.POOL``) instead of
+protobuf's default pool, so that a process that also imports another copy of the same protocol
+(tritonclient's ``service_pb2`` defines ``inference.*`` too, a client generated from TEI's tei.proto
+``tei.v1.*``) does not fail with "duplicate symbol".
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -39,19 +38,13 @@ def generate() -> dict[str, str]:
     out: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for source in SOURCES:
-            status = protoc.main(["protoc", f"-I{PROTO}", f"--python_out={tmp}", f"--grpc_python_out={tmp}",
-                                  str(PROTO / source)])
+            status = protoc.main(["protoc", f"-I{PROTO}", f"--python_out={tmp}", str(PROTO / source)])
             if status != 0:
                 raise SystemExit(f"protoc failed on proto/{source} (status {status})")
             stem = Path(source).with_suffix("")
             package = ".".join(stem.parent.parts)
-            for suffix in ("_pb2.py", "_pb2_grpc.py"):
-                text = (Path(tmp) / f"{stem}{suffix}").read_text()
-                if package:
-                    text = re.sub(rf"^from {re.escape(package)} import ", "from . import ", text, flags=re.MULTILINE)
-                if suffix == "_pb2.py":
-                    text = _own_pool(text, source)
-                out[f"{stem.name}{suffix}"] = HEADER.format(source=f"proto/{source}") + text
+            text = _own_pool((Path(tmp) / f"{stem}_pb2.py").read_text(), source)
+            out[f"{stem.name}_pb2.py"] = HEADER.format(source=f"proto/{source}") + text
     return out
 
 
@@ -72,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         stale = [name for name, text in wanted.items()
                  if not (OUT / name).is_file() or (OUT / name).read_text() != text]
-        extra = sorted(p.name for p in OUT.glob("*_pb2*.py") if p.name not in wanted)
+        extra = sorted(p.name for p in OUT.glob("*_pb2*.py") if p.name not in wanted)  # no longer generated
         if stale or extra:
             print("python/src/densewire/_server/grpcpb/ is stale: run .venv/bin/python proto/generate.py "
                   f"(differs: {', '.join(stale) or 'none'}; not generated: {', '.join(extra) or 'none'})",
