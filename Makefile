@@ -1,5 +1,5 @@
 # The README's two commands: `make serve` and `make test`. Everything else is a step of those.
-.PHONY: serve test setup setup-serve golden golden-check bench test-python
+.PHONY: serve test setup setup-serve golden golden-check protos bench test-python
 
 serve: setup-serve  ## set up what serving needs, then run densewire serve (flags: make serve ARGS='--port 9000')
 	@echo "densewire is installed in .venv: run it as .venv/bin/densewire, or '. .venv/bin/activate' puts it on your PATH"
@@ -19,6 +19,9 @@ golden: setup  ## regenerate testdata/golden/ and README.md's capabilities table
 
 golden-check: setup
 	.venv/bin/python testdata/generate.py --check
+
+protos: setup  ## regenerate the Python code of proto/inference and proto/tei (the gRPC services) after changing a .proto
+	.venv/bin/python proto/generate.py
 
 test-python: setup
 	.venv/bin/python -m pytest python/tests

@@ -22,6 +22,7 @@ gocache="${XDG_CACHE_HOME:-$HOME/.cache}/densewire/go/bin"
 suite setup-python bash scripts/setup-python.sh || true
 if [ ${#failed[@]} -ne 0 ]; then echo "Python setup failed; nothing else can run"; exit 1; fi
 suite golden-vectors .venv/bin/python testdata/generate.py --check
+suite grpc-generated .venv/bin/python proto/generate.py --check
 if [ -x scripts/services.sh ]; then suite services bash scripts/services.sh install; fi
 suite python .venv/bin/python -m pytest python/tests -q -p no:cacheprovider
 

@@ -15,8 +15,9 @@ Contenders (HTTP/1.1 on loopback, one request at a time, the same 1,000 texts ea
 * ``v1_raw``: ``POST /v1/embeddings`` with ``Accept: application/octet-stream`` by httpx, read by
   ``densewire.decode_raw``; ``v1_raw_gevent``: the same by geventhttpclient, the HTTP client under
   ``tritonclient.http`` (so that the client library's share of end-to-end time shows).
-* gRPC raw contents (``tritonclient.grpc``, ``raw_output_contents``): ``grpc_bench.py`` beside this
-  file (the ``grpc`` branch), RESULTS-grpc.md.
+* ``grpc_raw``: ``tritonclient.grpc`` ModelInfer on the same server's ``--grpc-port`` (raw_input_contents
+  and raw_output_contents), ``as_numpy``; its one-sentence latency beside HTTP's is ``grpc_bench.py``
+  (RESULTS-grpc.md).
 
 Two figures: **client decode rate** (rows/s of turning one captured response body into a numpy array,
 exactly what each client does after the bytes arrived: tritonclient's ``InferResult`` +
@@ -39,8 +40,10 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+import tritonclient.grpc as triton_grpc
 import tritonclient.http as triton
 from geventhttpclient import HTTPClient
+from tritonclient.grpc import service_pb2
 
 import densewire
 
@@ -59,11 +62,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int) -> subprocess.Popen:
+def start_server(port: int, grpc_port: int) -> subprocess.Popen:
     log = open(Path(tempfile.gettempdir()) / f"dw-kserve-bench-{port}.log", "wb")
     env = {**os.environ, "PYTHONPATH": str(REPO / "python" / "src"), "DENSEWIRE_DEMO_TABLES": "false"}
     proc = subprocess.Popen([sys.executable, "-m", "densewire.server", "--host", "127.0.0.1", "--port", str(port),
-                             "--model", f"hash:{D}", "--max-body-bytes", "256M", "--request-timeout", "600"],
+                             "--model", f"hash:{D}", "--max-body-bytes", "256M", "--request-timeout", "600",
+                             "--grpc-port", str(grpc_port)],
                             stdout=log, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -84,8 +88,8 @@ def main() -> None:
     args = ap.parse_args()
     described = machine(("densewire", "numpy", "orjson", "tritonclient", "geventhttpclient", "httpx",
                          "python-rapidjson", "uvicorn", "starlette"))  # the load when the run began
-    port = free_port()
-    server = start_server(port)
+    port, grpc_port = free_port(), free_port()
+    server = start_server(port, grpc_port)
     url = f"http://127.0.0.1:{port}"
     corpus = texts(N)
     try:
@@ -122,12 +126,20 @@ def main() -> None:
             assert r.status_code == 200, body[:200]
             return densewire.decode_raw(body, {k: v for k, v in r.items()}).tensor.array
 
+        grpc_client = triton_grpc.InferenceServerClient(f"127.0.0.1:{grpc_port}")
+
+        def grpc_infer():
+            inp = triton_grpc.InferInput("text", [N], "BYTES")
+            inp.set_data_from_numpy(np.array(corpus, dtype=object))
+            return grpc_client.infer(MODEL, [inp])
+
         contenders = {
             "kserve_json": lambda: tc_infer(False).as_numpy("embedding"),
             "kserve_binary": lambda: tc_infer(True).as_numpy("embedding"),
             "kserve_binary_densewire": kserve_binary_densewire,
             "v1_raw": v1_raw,
             "v1_raw_gevent": v1_raw_gevent,
+            "grpc_raw": lambda: grpc_infer().as_numpy("embedding"),
         }
         reference = v1_raw()  # also fills the server's cache
         for name, run in contenders.items():
@@ -145,6 +157,7 @@ def main() -> None:
         bin_body, bin_headers = capture(True)
         raw = http.post(url + "/v1/embeddings", json={"input": corpus}, headers={"Accept": "application/octet-stream"})
         length = int(bin_headers["inference-header-content-length"])
+        grpc_body = grpc_infer().get_response().SerializeToString()  # the ModelInferResponse message
         decoders = {
             "kserve_json": lambda: triton.InferResult.from_response_body(json_body).as_numpy("embedding"),
             "kserve_binary": lambda: triton.InferResult.from_response_body(bin_body, header_length=length)
@@ -152,12 +165,14 @@ def main() -> None:
             "kserve_binary_densewire": lambda: densewire.decode_kserve(bin_body, bin_headers)
             .outputs["embedding"].tensor.array,
             "v1_raw": lambda: densewire.decode_raw(raw.content, raw.headers).tensor.array,
+            "grpc_raw": lambda: triton_grpc.InferResult(service_pb2.ModelInferResponse.FromString(grpc_body))
+            .as_numpy("embedding"),
         }
         for name, run in decoders.items():
             assert run().tobytes() == reference.tobytes(), f"{name} decodes to other vectors"
         sizes = {"kserve_json": len(json_body), "kserve_binary": len(bin_body),
                  "kserve_binary_densewire": len(bin_body), "v1_raw": len(raw.content),
-                 "v1_raw_gevent": len(raw.content)}
+                 "v1_raw_gevent": len(raw.content), "grpc_raw": len(grpc_body)}
         decode = rounds("decode", N, decoders, args.decode_rounds, quiet=True)
         end_to_end = rounds("end-to-end", N, contenders, args.rounds)
         base = decode["kserve_json"]
@@ -179,6 +194,7 @@ def main() -> None:
                   f"({out['client_decode_vs_kserve_json'][d]['median']:>7.1f}x JSON)  end-to-end "
                   f"{end_to_end[k]['median_rows_per_s']:>9,.0f} rows/s median, {end_to_end[k]['best_rows_per_s']:>9,.0f} best")
         triton_client.close()
+        grpc_client.close()
         http.close()
         gevent.close()
     finally:

@@ -185,3 +185,17 @@ def test_workers_share_port() -> None:
         assert len(pids) == 2, text
     finally:
         s.stop()
+
+
+def test_grpc_port() -> None:
+    assert parse([]).grpc_port is None
+    cfg = parse(["--grpc-port", "8001"])
+    assert cfg.grpc_port == 8001 and config_from_env(config_to_env(cfg)).grpc_port == 8001
+    assert parse([], {"DENSEWIRE_GRPC_PORT": "9001"}).grpc_port == 9001
+    assert config_from_env(config_to_env(parse([]))).grpc_port is None
+    with pytest.raises(ValueError, match="--grpc-port .* --workers 1"):
+        validate(parse(["--grpc-port", "8001", "--workers", "2"]))
+    with pytest.raises(ValueError, match="--grpc-port 8000 is the HTTP --port"):
+        validate(parse(["--grpc-port", "8000"]))
+    with pytest.raises(ValueError, match=r"--grpc-port must be in \[0, 65535\]"):
+        validate(parse(["--grpc-port", "70000"]))

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import InvalidFieldError
 from .._optional import require
 from .base import Backend, check_ids, check_texts, empty_result
 
@@ -317,6 +318,15 @@ class SentenceEncoder(Backend):
             out.append([(i, tok, bool(sp), a + lead, b + lead)
                         for i, tok, sp, (a, b) in zip(e.ids, e.tokens, e.special_tokens_mask, e.offsets)])
         return out
+
+    def decode_ids(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        """The text of token ids (TEI's Decode); an id outside the vocabulary is an invalid_field error
+        naming its index."""
+        size = self._counter.get_vocab_size()
+        for i, t in enumerate(ids):
+            if t >= size:
+                raise InvalidFieldError(f"token id {t} is not in the vocabulary of {size} tokens", field=f"ids[{i}]")
+        return self._counter.decode(ids, skip_special_tokens=skip_special_tokens)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Tokens per text including the special tokens ([CLS], [SEP]), untruncated.

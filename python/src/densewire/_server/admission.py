@@ -24,7 +24,7 @@ from densewire import RateLimitedError, UnavailableError
 
 from .metrics import Metrics
 
-__all__ = ["Admission", "Ticket", "ClientGone", "ShuttingDown", "await_while_connected"]
+__all__ = ["Admission", "Ticket", "ClientGone", "ShuttingDown", "await_while_connected", "wait_disconnect"]
 
 T = TypeVar("T")
 
@@ -57,6 +57,11 @@ class Ticket:
         if self.deadline == math.inf:
             return None
         return self.deadline - time.monotonic()
+
+    def shorten(self, deadline: float | None) -> None:
+        """Keep the client's own deadline (``time.monotonic()`` seconds) when it comes first."""
+        if deadline is not None and deadline < self.deadline:
+            self.deadline = deadline
 
     def release(self, completed: bool = False) -> None:
         if not self._released:
@@ -134,17 +139,17 @@ class ShuttingDown(Exception):
     """The drain's time (``--timeout-graceful-shutdown``) is over; the request is answered 503."""
 
 
-async def await_while_connected(work: Awaitable[T], receive: Callable[[], Awaitable[Any]],
+async def await_while_connected(work: Awaitable[T], gone: Callable[[], Awaitable[Any]] | None,
                                 ticket: Ticket, stop: asyncio.Event) -> T:
     """``await work``, unless the client disconnects (``ClientGone``), the ticket's deadline passes
     (``TimeoutError``) or ``stop`` is set (``ShuttingDown``) first; in each case ``work`` is cancelled,
-    which takes its inputs out of the queue.
+    which takes its inputs out of the queue (as it is when the caller itself is cancelled: grpc.aio
+    cancels the handler of a call its client cancelled).
 
-    ``receive`` is the ASGI receive of a request whose body was read: its next message is
-    ``http.disconnect``, sent when the client closes the connection.
+    ``gone()`` returns when the client has left (:func:`wait_disconnect` over HTTP); None: never.
     """
     task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(_wait_disconnect(receive))
+    watcher = asyncio.ensure_future(gone() if gone is not None else asyncio.Event().wait())
     stopper = asyncio.ensure_future(stop.wait())
     try:
         done, _ = await asyncio.wait({task, watcher, stopper}, timeout=ticket.remaining(),
@@ -167,7 +172,9 @@ async def await_while_connected(work: Awaitable[T], receive: Callable[[], Awaita
                 pass
 
 
-async def _wait_disconnect(receive: Callable[[], Awaitable[Any]]) -> None:
+async def wait_disconnect(receive: Callable[[], Awaitable[Any]]) -> None:
+    """Returns when the client of an ASGI request whose body was read disconnects: the next message of
+    its ``receive`` is ``http.disconnect``."""
     while True:
         message = await receive()
         if message.get("type") == "http.disconnect":

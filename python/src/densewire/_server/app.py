@@ -52,6 +52,7 @@ from densewire import (
 )
 from densewire._backends.blas import limit_blas_threads
 from densewire._backends.registry import load_backend
+from densewire._optional import require
 
 from .admission import Admission, Ticket
 from .config import ServerConfig, config_from_env, validate
@@ -140,8 +141,9 @@ class ServerState:
         await self.tables.stop()
         self.cpu_pool.shutdown(wait=False, cancel_futures=True)
 
-    def check_auth(self, request: Request, public: bool = False) -> None:
-        """Refuse a request without the API key (when one is set), unless the route is ``public``."""
+    def check_auth(self, request: Any, public: bool = False) -> None:
+        """Refuse a call without the API key (when one is set), unless the route is ``public``: ``request`` is
+        anything with ``headers`` (a Starlette request, a pipeline.Incoming of HTTP headers or gRPC metadata)."""
         if self._api_key is None or public:
             return
         auth = request.headers.get("authorization")
@@ -392,12 +394,23 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await state.start()
+        grpc_server = None
+        if cfg.grpc_port is not None:  # gRPC beside HTTP, in this event loop (grpc_server.py)
+            grpc_server = require("densewire._server.grpc_server", extra="serve", feature="--grpc-port").GrpcServer(state)
+            try:
+                await grpc_server.start()
+            except BaseException:
+                await grpc_server.stop()
+                await state.stop()
+                raise
         log.info("%s", ready_block(app, state))
         state.lifecycle.install_signal_hooks()
         try:
             yield
         finally:
             state.lifecycle.remove_signal_hooks()
+            if grpc_server is not None:
+                await grpc_server.stop()
             await state.stop()
 
     routes = [

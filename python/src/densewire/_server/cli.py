@@ -20,7 +20,8 @@ Serve embeddings over an OpenAI-compatible HTTP API (POST /v1/embeddings, GET /v
 answering in JSON, raw bytes, MessagePack, Protobuf or Arrow as the client's Accept asks; in the
 dialects of other servers' clients too: vLLM's fields on /v1/embeddings (embed_dtype, endianness,
 encoding_format bytes), TEI's POST /embed, /tokenize and GET /info, Cohere's POST /v2/embed,
-Ollama's POST /api/embed and /api/embeddings; and
+Ollama's POST /api/embed and /api/embeddings; with --grpc-port, gRPC beside HTTP: the Open
+Inference Protocol (Triton's and KServe's clients), TEI's tei.v1, health and reflection; and
 tables (GET /v1/tables/NAME, from files, SQLite or PostgreSQL; the demo tables 'points' and
 'points_f32' by default) in seven formats, every one pre-serialized and pre-compressed.
 
@@ -132,6 +133,14 @@ def run_server(cfg: ServerConfig) -> int:
 SERVER_MODULES = ("starlette", "uvicorn", "httptools", "zttp", "orjson", "brotli", "zstandard", "redis", "prometheus_client")
 
 
+#: What --grpc-port needs besides (densewire[serve] has them).
+GRPC_MODULES = ("grpc", "grpc_health", "grpc_reflection", "google.protobuf")
+
+
+def _missing_grpc_modules() -> list[str]:
+    return missing(*GRPC_MODULES)
+
+
 def _missing_modules() -> list[str]:
     return missing(*SERVER_MODULES)
 
@@ -147,6 +156,11 @@ def _handle(args: argparse.Namespace) -> int:
         validate(cfg)
     except ValueError as exc:
         print(f"densewire serve: {exc}", file=sys.stderr)
+        return 2
+    lacking = _missing_grpc_modules() if cfg.grpc_port is not None else []
+    if lacking:
+        print(f"densewire serve --grpc-port needs the server extra: pip install 'densewire[serve]' "
+              f"(missing: {', '.join(lacking)})", file=sys.stderr)
         return 2
     return run_server(cfg)
 

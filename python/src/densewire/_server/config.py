@@ -53,6 +53,10 @@ def _opt_str(text: str) -> str | None:
     return text or None
 
 
+def _opt_port(text: str) -> int | None:
+    return None if text.strip().lower() in ("", "none", "off") else int(text)
+
+
 def _origins(text: str) -> tuple[str, ...]:
     """``*`` or a comma-separated list of origins (``https://maps.example.com,http://localhost:5173``)."""
     out = []
@@ -99,6 +103,7 @@ class ServerConfig:
 
     host: str = "127.0.0.1"
     port: int = 8000
+    grpc_port: int | None = None  # None: no gRPC server
     model: str = "minilm"
     served_model_name: tuple[str, ...] = ()
     accept_any_model: bool = False
@@ -150,6 +155,10 @@ class ServerConfig:
 SETTINGS: tuple[Setting, ...] = (
     Setting("host", str, "address to bind (default 127.0.0.1; use 0.0.0.0 in a container)", "HOST"),
     Setting("port", int, "port to bind (default 8000)", "PORT"),
+    Setting("grpc_port", _opt_port, "also serve gRPC on this port, in the same process as HTTP and sharing its "
+            "model, batcher, cache, admission, limits and metrics: the Open Inference Protocol "
+            "(inference.GRPCInferenceService, as Triton's and KServe's clients call it), TEI's tei.v1, "
+            "grpc.health.v1 and server reflection (default: off)", "PORT"),
     Setting("model", str, "backend spec: 'minilm' (default, the built-in all-MiniLM-L6-v2), "
             "a BERT-family model folder, a Hugging Face id such as BAAI/bge-small-en-v1.5 (from the "
             "local Hugging Face cache, downloaded when online), 'hash:DIM', 'st:NAME' or 'upstream:URL'",
@@ -240,8 +249,8 @@ SETTINGS: tuple[Setting, ...] = (
             "SECONDS"),
     Setting("ssl_keyfile", _opt_str, "private key (PEM) of --ssl-certfile: serve HTTPS, HTTP/2 (h2) "
             "negotiated by ALPN, else HTTP/1.1 (default: plain HTTP)", "FILE"),
-    Setting("ssl_certfile", _opt_str, "certificate chain (PEM) to serve HTTPS with; the key is read from "
-            "--ssl-keyfile, or from this file when no key file is given", "FILE"),
+    Setting("ssl_certfile", _opt_str, "certificate chain (PEM) to serve HTTPS with (and gRPC, with "
+            "--grpc-port); the key is read from --ssl-keyfile, or from this file when no key file is given", "FILE"),
     Setting("table", _lines, "serve a table at GET /v1/tables/NAME (repeatable). SOURCE: a .csv, .jsonl, "
             ".parquet or .arrow file; sqlite:PATH or postgresql://URL, optionally followed by a space and "
             "a SQL query (default: SELECT * FROM \"NAME\"); or demo:[rows=N,coordinates=float32]",
@@ -324,6 +333,7 @@ def validate(cfg: ServerConfig) -> None:
     """Raise ValueError naming the setting when a value is out of range."""
     checks = (
         ("port", 0 <= cfg.port <= 65535, "must be in [0, 65535]"),
+        ("grpc_port", cfg.grpc_port is None or 0 <= cfg.grpc_port <= 65535, "must be in [0, 65535]"),
         ("workers", cfg.workers >= 1, "must be at least 1"),
         ("max_batch_tokens", cfg.max_batch_tokens >= 1, "must be at least 1"),
         ("max_batch_wait_ms", cfg.max_batch_wait_ms >= 0, "must not be negative"),
@@ -357,6 +367,11 @@ def validate(cfg: ServerConfig) -> None:
     elif cfg.precision != "auto" or cfg.quantize != "none":
         raise ValueError(f"--precision {cfg.precision} / --quantize {cfg.quantize} apply only to BERT-family "
                          f"models (minilm, a model folder or a Hugging Face id), not --model {cfg.model}")
+    if cfg.grpc_port is not None and cfg.workers > 1:
+        raise ValueError("--grpc-port serves one process's gRPC server: use it with --workers 1 (run replicas "
+                         "behind a load balancer instead)")
+    if cfg.grpc_port is not None and cfg.grpc_port == cfg.port:
+        raise ValueError(f"--grpc-port {cfg.grpc_port} is the HTTP --port: give gRPC a port of its own")
     if cfg.prewarm_interval and not cfg.prewarm:
         raise ValueError("--prewarm-interval needs --prewarm FILE")
     validate_tls(cfg)

@@ -9,8 +9,9 @@
 The drain, on SIGTERM (or SIGINT): :class:`Lifecycle` puts a handler in front of uvicorn's. It marks
 the server as draining at once: ``/ready`` answers 503 (the load balancer or Kubernetes takes the
 replica out), a new embeddings request is answered 503 with ``Connection: close`` and
-``Retry-After: 1`` (its client retries elsewhere), and everything else is still served. When the
-last admitted embeddings request has been answered, uvicorn's own graceful shutdown runs (stop
+``Retry-After: 1`` (its client retries elsewhere), and everything else is still served; the
+gRPC server (``--grpc-port``) sends GOAWAY: no new calls, the calls in flight finish. When the
+last admitted embeddings request (HTTP or gRPC) has been answered, uvicorn's own graceful shutdown runs (stop
 listening, close idle connections, finish the responses being sent, run the lifespan shutdown) and
 the process exits. Admitted requests still waiting for the model when ``--timeout-graceful-shutdown``
 has passed are answered 503 then, so the process exits within that time plus the few milliseconds
@@ -46,6 +47,12 @@ class Lifecycle:
         self._drain_task: asyncio.Task[None] | None = None
         #: set when --timeout-graceful-shutdown has passed: requests still waiting give up (503)
         self.expired = asyncio.Event()
+        #: called in the event loop when the drain starts (the gRPC server's GOAWAY)
+        self._drain_hooks: list[Callable[[], None]] = []
+
+    def on_drain(self, hook: Callable[[], None]) -> None:
+        """Call ``hook()`` in the event loop when the drain starts (at once if it has)."""
+        self._drain_hooks.append(hook)
 
     def begin_drain(self, why: str) -> None:
         if not self.draining:
@@ -78,6 +85,11 @@ class Lifecycle:
 
     def _start_drain(self, previous: Callable[[int, FrameType | None], Any], sig: int,
                      frame: FrameType | None) -> None:
+        for hook in self._drain_hooks:
+            try:
+                hook()
+            except Exception:  # noqa: BLE001 - one failing hook must not stop the drain
+                log.exception("drain hook %r failed", hook)
         self._drain_task = asyncio.get_running_loop().create_task(self._drain(previous, sig, frame))
 
     async def _drain(self, previous: Callable[[int, FrameType | None], Any], sig: int,

@@ -1,12 +1,16 @@
-"""The pipeline every embeddings route shares (``POST /v1/embeddings`` and the other servers' routes of
-dialects.py): :func:`run_call` runs auth, admission, the route's handler and the metrics, and answers
-every failure in the route's own error envelope; a handler gets a :class:`Call`, which reads the body,
-calls the model (``_embed``: caches, token ids, truncation) and renders densewire's formats.
+"""The pipeline every embeddings call shares, whatever carries it: the HTTP routes (``POST /v1/embeddings``
+and the other servers' routes of dialects.py) and the gRPC methods (grpc.py). :func:`run_pipeline` runs
+auth, admission and the call's handler, and turns every failure into a :class:`Failure` (the error and
+its headers); a handler gets a :class:`Call`, which reads the body, calls the model (``_embed``: caches,
+token ids, truncation) and renders densewire's formats. The call itself is an :class:`Incoming`: its
+headers (HTTP headers or gRPC metadata), its query, its body, the client's deadline and a signal that
+the client has gone, so HTTP and gRPC are two thin adapters: :func:`run_call` (a Starlette request, the
+route's error envelope) and grpc.py's (a ``grpc.aio`` context, status codes).
 
 One named step per concern: ``_authorize`` (API key, model loaded) -> ``ServerState.admit``
 (admission.py) -> ``Call.negotiate`` (Accept, Accept-Encoding) -> ``_read_body`` (Content-Type, size,
 decompression) -> the route's parsing -> ``_embed`` (embedder.Embedder) -> ``_to_embeddings``
-(the requested dtype) -> ``_render_format`` (responses.render_embeddings) -> ``_record`` (metrics).
+(the requested dtype) -> ``_render_format`` (responses.render_embeddings) -> ``record`` (metrics).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from functools import partial
-from typing import Any, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, TypeVar
 
 import numpy as np
 import orjson
@@ -35,7 +39,7 @@ from densewire import (
     convert,
 )
 
-from .admission import ClientGone, ShuttingDown, Ticket, await_while_connected
+from .admission import ClientGone, ShuttingDown, Ticket, await_while_connected, wait_disconnect
 from .compression import compress, read_body
 from .config import ServerConfig
 from .embedder import Embedder, too_long
@@ -48,7 +52,10 @@ from .request import EmbeddingsRequest, parse_embeddings_request
 from .responses import RESPONSE_CLASSES, ErrorResponse, render_embeddings
 from .tokenids import cl100k, cl100k_loaded, reject_token_ids
 
-__all__ = ["Call", "run_call", "ErrorRenderer", "openai_error", "TRUNCATED_HEADER"]
+__all__ = ["Call", "Incoming", "Failure", "run_pipeline", "run_call", "record", "ErrorRenderer", "openai_error",
+           "TRUNCATED_HEADER"]
+
+R = TypeVar("R")
 
 #: Encoding cost per vector element, relative to copying it, by format; an encoding whose
 #: estimated cost (elements x factor) reaches _THREAD_ENCODE_COST runs in the CPU pool, cheaper
@@ -63,6 +70,43 @@ _THREAD_PARSE_BYTES = 256 * 1024
 
 def _state(request: Request) -> Any:
     return request.app.state.densewire
+
+
+class Incoming:
+    """One call as the pipeline reads it, whatever carries it.
+
+    ``headers``: lowercase names to values (HTTP headers, or gRPC metadata); ``query``: the URL's query
+    (empty over gRPC); ``stream``: the body's chunks (None when the transport has decoded the call
+    already, as gRPC has); ``gone``: an awaitable that returns when the client has left (None when the
+    transport cancels the call itself, as ``grpc.aio`` does); ``deadline``: the client's own deadline
+    (``time.monotonic()`` seconds; gRPC's ``grpc-timeout``), which shortens the server's
+    ``--request-timeout``."""
+
+    __slots__ = ("headers", "query", "stream", "gone", "deadline")
+
+    def __init__(self, headers: Mapping[str, str], *, query: Mapping[str, str] | None = None,
+                 stream: Callable[[], AsyncIterator[bytes]] | None = None,
+                 gone: Callable[[], Awaitable[Any]] | None = None, deadline: float | None = None) -> None:
+        self.headers, self.query, self.stream = headers, query or {}, stream
+        self.gone, self.deadline = gone, deadline
+
+    @classmethod
+    def of_request(cls, request: Request) -> "Incoming":
+        """An HTTP request: its headers, query and body; gone when the client disconnects."""
+        return cls(request.headers, query=request.query_params, stream=request.stream,
+                   gone=partial(wait_disconnect, request.receive))
+
+
+class Failure:
+    """A call that failed: the error to answer and the headers to answer it with (``Retry-After``, ...);
+    ``error`` is None when the client has gone (nobody is left to answer); ``deadline``: the client's own
+    deadline passed (gRPC answers DEADLINE_EXCEEDED, not the server's --request-timeout)."""
+
+    __slots__ = ("error", "headers", "deadline")
+
+    def __init__(self, error: DensewireError | None, headers: dict[str, str] | None = None, *,
+                 deadline: bool = False) -> None:
+        self.error, self.headers, self.deadline = error, headers or {}, deadline
 
 
 
@@ -89,8 +133,8 @@ class Call:
     """One embeddings request in flight, whatever its dialect: what a route's handler needs from the
     shared pipeline (the body, the model call, the rendering) and what the runner records."""
 
-    def __init__(self, st: Any, service: Embedder, request: Request, ticket: Ticket) -> None:
-        self.st, self.service, self.request, self.ticket = st, service, request, ticket
+    def __init__(self, st: Any, service: Embedder, incoming: Incoming, ticket: Ticket) -> None:
+        self.st, self.service, self.incoming, self.ticket = st, service, incoming, ticket
         self.fmt = "json"  # the metrics label of the answer
         self.body_size = 0
         #: indexes of the inputs that were cut (Densewire-Truncated); empty when none was
@@ -98,12 +142,13 @@ class Call:
 
     def negotiate(self) -> tuple[str, str | None]:
         """The negotiated format and content coding (SPEC.md 12)."""
-        self.fmt = negotiate_format(self.request.headers.get("accept"), self.request.query_params.get("format"))
-        return self.fmt, negotiate_encoding(self.request.headers.get("accept-encoding"))
+        headers = self.incoming.headers
+        self.fmt = negotiate_format(headers.get("accept"), self.incoming.query.get("format"))
+        return self.fmt, negotiate_encoding(headers.get("accept-encoding"))
 
     async def body(self, *, any_content_type: bool = False) -> bytes:
         async with asyncio.timeout(self.ticket.remaining()):
-            body = await _read_body(self.st.cfg, self.request, check_content_type=not any_content_type)
+            body = await _read_body(self.st.cfg, self.incoming, check_content_type=not any_content_type)
         self.body_size = len(body)
         return body
 
@@ -123,7 +168,7 @@ class Call:
         """The model call, abandoned when the client leaves, the deadline passes or the server drains.
         The indexes of the inputs it cut are kept in ``truncated`` (the runner reports them)."""
         vectors, tokens, cut = await await_while_connected(
-            _embed(self.service, req, self.st.metrics), self.request.receive, self.ticket, self.st.lifecycle.expired)
+            _embed(self.service, req, self.st.metrics), self.incoming.gone, self.ticket, self.st.lifecycle.expired)
         self.truncated = cut
         return vectors, tokens
 
@@ -158,43 +203,67 @@ class Call:
 ErrorRenderer = Callable[[DensewireError, dict[str, str]], Response]
 
 
-async def run_call(request: Request, route: str, handle: Callable[[Call], Awaitable[Response]],
-                   error: ErrorRenderer = ErrorResponse) -> Response:
-    """The steps every embeddings route shares: auth (401), a loaded model (503), admission (429/503),
-    the handler (which reads, parses, embeds and renders), the deadline (503), a client that left (no
-    answer), a bug (500 in the route's envelope), and the metrics."""
-    st = _state(request)
-    t0 = time.perf_counter()
+async def run_pipeline(st: Any, incoming: Incoming, handle: Callable[[Call], Awaitable[R]]) -> tuple[Call | None, R | Failure]:
+    """The steps every embeddings call shares, whatever its transport: auth (unauthorized), a loaded
+    model (unavailable), admission (rate_limited, or unavailable while draining), the handler (which
+    reads, parses, embeds and renders), the deadline (unavailable), a client that left (a Failure
+    without error), a bug (internal_error). Returns the call (None when refused before admission) and
+    the handler's answer or the Failure; the admission slot is given back either way."""
     ticket: Ticket | None = None
     call: Call | None = None
     try:
-        service = _authorize(st, request)
+        service = _authorize(st, incoming)
         ticket = st.admit()
-        call = Call(st, service, request, ticket)
-        response = await handle(call)
-        if call.truncated and response.status_code == 200:
-            _report_truncated(st.metrics, route, call.truncated, response)
-        if max(call.body_size, len(response.body)) >= TRIM_AFTER_BYTES:
-            response.background = BackgroundTask(release_memory)  # after the response is sent
+        ticket.shorten(incoming.deadline)
+        call = Call(st, service, incoming, ticket)
+        answer = await handle(call)
         ticket.release(completed=True)
+        return call, answer
     except DensewireError as err:
-        response = error(err, _error_headers(st, err))
+        return call, Failure(err, _error_headers(st, err))
     except TimeoutError:
-        response = error(st.admission.timed_out(), {"Retry-After": str(st.admission.retry_after())})
+        err = st.admission.timed_out()
+        if ticket is not None and incoming.deadline is not None and ticket.deadline == incoming.deadline:
+            return call, Failure(UnavailableError("the call's deadline passed before the model answered"),
+                                 deadline=True)
+        return call, Failure(err, {"Retry-After": str(st.admission.retry_after())})
     except ShuttingDown:
-        response = error(UnavailableError("the server is shutting down; retry on another replica"),
-                         {"Connection": "close", "Retry-After": "1"})
+        return call, Failure(UnavailableError("the server is shutting down; retry on another replica"),
+                             {"Connection": "close", "Retry-After": "1"})
     except (ClientDisconnect, ClientGone):
         st.metrics.admission_rejections.labels("disconnected").inc()
-        st.metrics.requests.labels(route, "499", call.fmt if call else "json").inc()
-        return Response(status_code=400)
+        return call, Failure(None)
     except Exception as exc:  # noqa: BLE001 - a bug must still answer with the envelope
         log.exception("unexpected error", exc_info=exc)
-        response = error(DensewireError(f"internal server error ({type(exc).__name__})"), {})
+        return call, Failure(DensewireError(f"internal server error ({type(exc).__name__})"))
     finally:
         if ticket is not None:
             ticket.release()
-    _record(st.metrics, route, call.fmt if call else "json", response, t0)
+
+
+async def run_call(request: Request, route: str, handle: Callable[[Call], Awaitable[Response]],
+                   error: ErrorRenderer = ErrorResponse) -> Response:
+    """The HTTP adapter of :func:`run_pipeline`: a failure answered in the route's error envelope (401,
+    503, 429 with ``Retry-After``, 4xx, 500), a client that left answered nothing (counted as 499),
+    ``Densewire-Truncated`` on an answer that cut inputs, and the metrics."""
+    st = _state(request)
+    t0 = time.perf_counter()
+    call, answer = await run_pipeline(st, Incoming.of_request(request), handle)
+    fmt = call.fmt if call else "json"
+    if isinstance(answer, Failure):
+        if answer.error is None:
+            st.metrics.requests.labels(route, "499", fmt).inc()
+            return Response(status_code=400)
+        response = error(answer.error, answer.headers)
+    else:
+        response = answer
+        if call is not None and call.truncated and response.status_code == 200:
+            _report_truncated(st.metrics, route, call.truncated, response)
+        if max(call.body_size if call else 0, len(response.body)) >= TRIM_AFTER_BYTES:
+            response.background = BackgroundTask(release_memory)  # after the response is sent
+    status = response.status_code
+    nbytes = len(response.body) if status == 200 else 0
+    record(st.metrics, route, fmt, str(status), t0, nbytes, response.headers.get("content-encoding", "identity"))
     return response
 
 
@@ -220,20 +289,22 @@ def _error_headers(st: Any, err: DensewireError) -> dict[str, str]:
     return {}
 
 
-def _authorize(st: Any, request: Request) -> Embedder:
+def _authorize(st: Any, incoming: Incoming) -> Embedder:
     """Auth: the API key (401), then a loaded model (503)."""
-    st.check_auth(request)
+    st.check_auth(incoming)
     return st.require_embedder()
 
 
-async def _read_body(cfg: ServerConfig, request: Request, *, check_content_type: bool = True) -> bytes:
+async def _read_body(cfg: ServerConfig, incoming: Incoming, *, check_content_type: bool = True) -> bytes:
     """Body reading: a JSON ``Content-Type`` (415), the body decompressed, at most ``--max-body-bytes`` (413)."""
+    if incoming.stream is None:
+        raise RuntimeError("this call's transport decoded its body: the handler reads its fields")
     if check_content_type:
-        _check_content_type(request.headers.get("content-type"))
+        _check_content_type(incoming.headers.get("content-type"))
     return await read_body(
-        request.stream(), limit=cfg.max_body_bytes,
-        content_encoding=request.headers.get("content-encoding"),
-        content_length=request.headers.get("content-length"),
+        incoming.stream(), limit=cfg.max_body_bytes,
+        content_encoding=incoming.headers.get("content-encoding"),
+        content_length=incoming.headers.get("content-length"),
     )
 
 
@@ -319,9 +390,11 @@ async def _render_format(cfg: ServerConfig, service: Embedder, emb: Embeddings, 
     return RESPONSE_CLASSES[fmt].prepared(out, headers)
 
 
-def _record(m: Metrics, route: str, fmt: str, response: Response, t0: float) -> None:
-    """Metrics: the request by route, status and format, its latency, and the bytes of an answer."""
-    if response.status_code == 200:
-        m.bytes_out.labels(fmt, response.headers.get("content-encoding", "identity")).inc(len(response.body))
-    m.requests.labels(route, str(response.status_code), fmt).inc()
+def record(m: Metrics, route: str, fmt: str, status: str, t0: float, nbytes: int = 0,
+           encoding: str = "identity") -> None:
+    """Metrics: the call by route (an HTTP path or a gRPC method), status (HTTP's, or the HTTP status of
+    a gRPC code's category) and format, its latency, and the bytes of an answer."""
+    if status == "200":
+        m.bytes_out.labels(fmt, encoding).inc(nbytes)
+    m.requests.labels(route, status, fmt).inc()
     m.latency.labels(route).observe(time.perf_counter() - t0)

@@ -87,10 +87,15 @@ def process_pool(kind: str) -> Executor:
 
 
 def _shutdown(executor: Executor | None) -> None:
-    """Stop the build process now: a br-11 compression in progress is not waited for."""
+    """Stop the build process now (a br-11 compression in progress is not waited for), and wait until
+    the executor's manager thread has closed its queues and let them go: their semaphores are released
+    only then. A server stopped by SIGTERM exits by the signal (uvicorn re-raises it), when no finalizer
+    runs: a queue still held then is what multiprocessing's resource_tracker reported as "There appear
+    to be 5 leaked semaphore objects" (a call queue's 3 and a result queue's 2)."""
     if executor is None:
         return
     procs = list((getattr(executor, "_processes", None) or {}).values())
+    manager = getattr(executor, "_executor_manager_thread", None)
     executor.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         try:
@@ -103,3 +108,5 @@ def _shutdown(executor: Executor | None) -> None:
             p.join(2)
         except (OSError, ValueError, AttributeError, AssertionError):
             pass
+    if manager is not None:
+        manager.join(5)  # the processes are gone: it closes the queues and ends at once
