@@ -192,7 +192,7 @@ def _with_present(keep, present: set | None):
     def both(ids: Any) -> np.ndarray:
         mask = keep(ids)
         if isinstance(ids, np.ndarray):
-            return mask & ~np.isin(ids, np.fromiter(present, np.int64, len(present)))
+            return mask & ~np.isin(ids, np.fromiter((p for p in present if isinstance(p, int)), np.int64))
         return mask & np.fromiter((str(i) not in present for i in ids), bool, len(ids))
     return both
 
@@ -245,6 +245,8 @@ def _ingest_bulk(args: argparse.Namespace, summary: Summary, path: str) -> None:
 def _ingest_es(args: argparse.Namespace, summary: Summary) -> None:
     if not args.index:
         raise SystemExit("densewire ingest: an Elasticsearch destination needs --index")
+    if args.resume and args.no_ids:
+        raise SystemExit("densewire ingest: --resume needs the ids (it skips those the index holds): drop --no-ids")
     try:
         conn = EsConnection(args.to, api_key=args.es_api_key or os.environ.get("DENSEWIRE_ES_API_KEY"),
                             ca_file=args.ca_file)
@@ -270,7 +272,8 @@ def _ingest_es(args: argparse.Namespace, summary: Summary) -> None:
                             create=args.create_index, similarity=args.similarity, index_type=args.index_type)
                         prepared = True
                     rows = max(1, (8 << 20) // (vectors.d * 6 + 64))  # bulk requests of about 8 MB
-                    for chunk in bulk_lines(vectors, index=args.index, field=args.field, ids=ids,
+                    for chunk in bulk_lines(vectors, index=args.index, field=args.field,
+                                            ids=None if args.no_ids else ids,
                                             vector_format=args.vector_format, element_type=target.element_type,
                                             rows_per_chunk=rows):
                         target.bulk(chunk)
