@@ -31,10 +31,12 @@ the client on the same two cores; both servers encode it):
 
 Every round runs every (load, server) pair once, servers in a rotated order. Reported per pair: sentences/s
 best and median over rounds, medians of the per-round ratios to TEI, p50/p99 latency over every request
-of every round, the server's resident memory (process tree) after the round; the load average at each
-round. Beside them: response bytes of 1,000 vectors in each format each server speaks, the cosine of every
-server's vectors against densewire-fp32's on all the texts, and each server's own metrics (queue,
-tokenization, inference: TEI's ``te_*``, densewire's ``densewire_*``) over the last round.
+of every round, the server's resident memory (process tree) after the round, and its CPU time per
+sentence (user + system of the process tree, /proc: a figure other jobs on a shared machine inflate less
+than wall time); the load average at each round. Beside them: response bytes of 1,000 vectors in each
+format each server speaks, the cosine of every server's vectors against densewire-fp32's on 64 texts of
+each load, and each server's own metrics (queue, tokenization, inference: TEI's ``te_*``, densewire's
+``densewire_*``) over the last round. ``--variant NAME=ARGS`` adds a ``densewire serve`` with other flags.
 
 Writes bench/peers/results.json: a list of records, one per (server, load), each with ``server``,
 ``load``, ``sentences_per_s`` (median), ``p50_ms``, ``p99_ms``, ``rss_mb`` and the run's ``machine``,
@@ -69,6 +71,9 @@ sys.path.insert(0, str(ROOT / "bench" / "model"))
 _spec = importlib.util.spec_from_file_location("model_bench", ROOT / "bench" / "model" / "bench.py")
 model_bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(model_bench)  # bench/model/bench.py: sentences, Server, http_batches, free_port
+_spec = importlib.util.spec_from_file_location("serve_servers", ROOT / "bench" / "serve" / "servers.py")
+serve_servers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(serve_servers)  # bench/serve/servers.py: cpu_seconds of a process tree
 
 TEI_VERSION = "1.9.3"
 TEI_COMMIT = "0d124dc"
@@ -130,7 +135,7 @@ def texts_for(tok: Any, seed: int = 34) -> dict[str, list[list[str]]]:
                 return " ".join(parts)
 
     long = [text_of(200, 250) for _ in range(48)]
-    mixed_texts = [text_of(10, 250) if rng.random() < 0.5 else rng.choice(short) for _ in range(400)]
+    mixed_texts = [text_of(10, 250) if rng.random() < 0.5 else rng.choice(short) for _ in range(200)]
     mixed, at = [], 0
     while at < len(mixed_texts):
         k = rng.choice((1, 1, 4, 8, 16, 32))
@@ -208,7 +213,9 @@ def vectors(url: str, model: str, texts: list[str]) -> np.ndarray:
 
 
 def response_bytes(url: str, model: str, texts: list[str], server: str) -> dict[str, int]:
-    """Body bytes of 1,000 vectors (40 requests of 25) in each format the server answers."""
+    """Body bytes of 1,000 vectors in each format the server answers, as 40 responses of 25 (one response
+    of 25 texts, measured, x 40: the vectors' bytes do not depend on the text, and the model is spared
+    1,000 embeddings a format)."""
     import httpx
 
     formats = {"json-float": ({}, {}), "json-base64": ({"encoding_format": "base64"}, {})}
@@ -218,12 +225,9 @@ def response_bytes(url: str, model: str, texts: list[str], server: str) -> dict[
     out = {}
     with httpx.Client(timeout=120, headers={"Accept-Encoding": "identity"}) as client:
         for name, (extra, headers) in formats.items():
-            total = 0
-            for i in range(0, 1000, 25):
-                r = client.post(url, json={"input": texts[i:i + 25], "model": model, **extra}, headers=headers)
-                r.raise_for_status()
-                total += len(r.content)
-            out[name] = total
+            r = client.post(url, json={"input": texts[:25], "model": model, **extra}, headers=headers)
+            r.raise_for_status()
+            out[name] = 40 * len(r.content)
     return out
 
 
@@ -266,7 +270,7 @@ def main() -> int:
     print(json.dumps({"machine": machine, "versions": versions}, indent=1), file=sys.stderr)
 
     base = {k: v for k, v in os.environ.items() if not k.startswith("DENSEWIRE_")}
-    base.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    base.update(HF_HUB_OFFLINE="1")  # each server with its own defaults (tokenizers' parallelism too)
     dw = [str(ROOT / ".venv" / "bin" / "densewire"), "serve", "--host", "127.0.0.1", "--cache-bytes", "0",
           "--no-demo-tables", "--log-level", "warning"]
     plans: dict[str, tuple[list[str], dict[str, str], str]] = {
@@ -278,8 +282,9 @@ def main() -> int:
         plans[vname] = (dw + vargs.split(), base, "minilm")
         wanted.append(vname)
     if "tei" in wanted:
-        plans["tei"] = ([args.tei_bin, "--model-id", str(tei_folder(folder)), "--hostname", "127.0.0.1"],
-                        {**base, "ORT_DYLIB_PATH": dylib}, "minilm")
+        tei_model = str(tei_folder(folder))  # TEI's model name is its --model-id (others: a warning a request)
+        plans["tei"] = ([args.tei_bin, "--model-id", tei_model, "--hostname", "127.0.0.1"],
+                        {**base, "ORT_DYLIB_PATH": dylib}, tei_model)
     servers: dict[str, Any] = {}
     t_start = time.time()
     loadavgs = [os.getloadavg()]
@@ -290,8 +295,8 @@ def main() -> int:
             servers[name] = model_bench.Server(name, [*cmd, "--port", str(port)], port, dict(env), model)
             print(f"{name} up on {port}: {' '.join(cmd)}", file=sys.stderr)
 
-        # vectors first: every server against densewire-fp32 (or the first server) on every text
-        all_texts = list(dict.fromkeys(t for load in loads for b in batches[load] for t in b))
+        # vectors first: every server against densewire-fp32 (or the first server) on 64 texts of each load
+        all_texts = list(dict.fromkeys(t for load in loads for t in [t for b in batches[load] for t in b][:64]))
         ref = "densewire-fp32" if "densewire-fp32" in servers else wanted[0]
         vecs = {n: vectors(s.url, s.model, all_texts) for n, s in servers.items()}
 
@@ -301,13 +306,13 @@ def main() -> int:
         cosines = {n: {"min": float(cos(v, vecs[ref]).min()), "mean": float(cos(v, vecs[ref]).mean()),
                        "max_abs_diff": float(np.abs(v - vecs[ref]).max())} for n, v in vecs.items()}
         print(json.dumps({f"cosine_vs_{ref}": cosines}, indent=1), file=sys.stderr)
-        thousand = (all_texts * 3)[:1000]
-        sizes = {n: response_bytes(s.url, s.model, thousand, n) for n, s in servers.items()}
+        sizes = {n: response_bytes(s.url, s.model, batches["32"][0], n) for n, s in servers.items()}
 
         names = list(servers)
         rates = {n: {ld: [] for ld in loads} for n in names}
         lats: dict[str, dict[str, list[float]]] = {n: {ld: [] for ld in loads} for n in names}
         rss = {n: {ld: [] for ld in loads} for n in names}
+        cpu = {n: {ld: [] for ld in loads} for n in names}
         prof: dict[str, dict[str, dict[str, float]]] = {n: {} for n in names}
         for n, s in servers.items():  # one warm-up pass of every load
             for ld in loads:
@@ -319,9 +324,10 @@ def main() -> int:
                 sentences_n = sum(len(b) for b in batches[ld])
                 for n in order:
                     s = servers[n]
-                    before = metrics(s.port)
+                    before, cpu0 = metrics(s.port), serve_servers.cpu_seconds(s.proc.pid)
                     secs = asyncio.run(model_bench.http_batches(s.url, s.model, batches[ld], LOADS[ld], lats[n][ld],
                                                                 extra={"encoding_format": "base64"}))
+                    cpu[n][ld].append(1e3 * (serve_servers.cpu_seconds(s.proc.pid) - cpu0) / sentences_n)
                     prof[n][ld] = metric_means(before, metrics(s.port))
                     rates[n][ld].append(sentences_n / secs)
                     rss[n][ld].append(rss_mb(s.proc.pid))
@@ -342,6 +348,7 @@ def main() -> int:
             rec = {"server": n, "load": ld, "sentences_per_s": statistics.median(v), "sentences_per_s_best": max(v),
                    "sentences_per_s_rounds": v, "p50_ms": 1e3 * float(np.percentile(lat, 50)),
                    "p99_ms": 1e3 * float(np.percentile(lat, 99)), "requests": len(lat), "rss_mb": max(rss[n][ld]),
+                   "cpu_ms_per_sentence": statistics.median(cpu[n][ld]), "cpu_ms_per_sentence_rounds": cpu[n][ld],
                    "in_flight": LOADS[ld], "sentences_per_round": sum(len(b) for b in batches[ld]),
                    "requests_per_round": len(batches[ld]), "server_metrics_last_round": prof[n].get(ld, {})}
             if "tei" in rates and n != "tei":
@@ -353,12 +360,12 @@ def main() -> int:
                     "wall_seconds": time.time() - t_start, **common})
     Path(args.out).write_text(json.dumps(records, indent=1) + "\n")
 
-    print(f"\n| load | server | sentences/s median (best) | x TEI median | p50 / p99 ms | RSS MB |")
-    print("|---|---|---:|---:|---:|---:|")
+    print(f"\n| load | server | sentences/s median (best) | x TEI median | p50 / p99 ms | RSS MB | CPU ms/sentence |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for rec in records[:-1]:
         x = f"{rec['vs_tei_median']:.2f}" if "vs_tei_median" in rec else "1"
         print(f"| {rec['load']} | {rec['server']} | {rec['sentences_per_s']:.0f} ({rec['sentences_per_s_best']:.0f}) "
-              f"| {x} | {rec['p50_ms']:.1f} / {rec['p99_ms']:.1f} | {rec['rss_mb']:.0f} |")
+              f"| {x} | {rec['p50_ms']:.1f} / {rec['p99_ms']:.1f} | {rec['rss_mb']:.0f} | {rec['cpu_ms_per_sentence']:.2f} |")
     print(f"\nload averages per round: {[round(la[0], 1) for la in loadavgs]}")
     return 0
 
