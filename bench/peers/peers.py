@@ -40,8 +40,8 @@ each load, and each server's own metrics (queue, tokenization, inference: TEI's 
 
 Writes bench/peers/results.json: a list of records, one per (server, load), each with ``server``,
 ``load``, ``sentences_per_s`` (median), ``p50_ms``, ``p99_ms``, ``rss_mb`` and the run's ``machine``,
-``versions`` and load averages; then one record with ``load`` null holding the cosines, bytes and
-metrics of the run.
+``versions`` and load averages, its server's cosines to the reference and response bytes, and the
+server's own metrics over the last round.
 """
 
 from __future__ import annotations
@@ -355,14 +355,15 @@ def main() -> int:
                 ratios = [a / b for a, b in zip(v, rates["tei"][ld])]
                 rec["vs_tei_per_round"] = ratios
                 rec["vs_tei_median"] = statistics.median(ratios)
+            rec.update({"cosine_vs_reference": {"reference": ref, **cosines[n]}, "response_bytes_1000_vectors": sizes[n]})
             records.append({**rec, **common})
-    records.append({"server": None, "load": None, f"cosine_vs_{ref}": cosines, "response_bytes_1000_vectors": sizes,
-                    "wall_seconds": time.time() - t_start, **common})
+    for rec in records:
+        rec["wall_seconds"] = time.time() - t_start
     Path(args.out).write_text(json.dumps(records, indent=1) + "\n")
 
     print(f"\n| load | server | sentences/s median (best) | x TEI median | p50 / p99 ms | RSS MB | CPU ms/sentence |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    for rec in records[:-1]:
+    for rec in records:
         x = f"{rec['vs_tei_median']:.2f}" if "vs_tei_median" in rec else "1"
         print(f"| {rec['load']} | {rec['server']} | {rec['sentences_per_s']:.0f} ({rec['sentences_per_s_best']:.0f}) "
               f"| {x} | {rec['p50_ms']:.1f} / {rec['p99_ms']:.1f} | {rec['rss_mb']:.0f} | {rec['cpu_ms_per_sentence']:.2f} |")
