@@ -159,26 +159,39 @@ class Server:
 
 
 async def http_load(url: str, model: str, texts: list[str], per_request: int, in_flight: int) -> float:
-    """Seconds to embed ``texts`` as requests of ``per_request`` sentences, ``in_flight`` at a time.
+    """Seconds to embed ``texts`` as requests of ``per_request`` sentences, ``in_flight`` at a time."""
+    return await http_batches(url, model, [texts[i:i + per_request] for i in range(0, len(texts), per_request)],
+                              in_flight)
+
+
+async def http_batches(url: str, model: str, batches: list[list[str]], in_flight: int,
+                       latencies: list[float] | None = None, extra: dict[str, Any] | None = None) -> float:
+    """Seconds to embed ``batches``, one request each, in order, ``in_flight`` at a time over keep-alive
+    connections; each request's seconds are appended to ``latencies``; ``extra`` goes into every body
+    (``encoding_format``).
 
     The load generator shares the two cores with the server it measures, so it must cost little: aiohttp
-    (about a quarter of httpx's CPU per request, bench/python/RESULTS-client.md). With httpx the client
-    took so much of the cores that every server looked alike (the 26 Nov run: ONNX 1.3x numpy over
-    httpx, 1.8x with wrk as the client)."""
+    (about a quarter of httpx's CPU per request, bench/python/RESULTS-client.md), bodies serialized before
+    the clock starts. With httpx the client took so much of the cores that every server looked alike (the
+    26 Nov run: ONNX 1.3x numpy over httpx, 1.8x with wrk as the client)."""
     import aiohttp
 
-    bodies = [{"input": texts[i:i + per_request], "model": model} for i in range(0, len(texts), per_request)]
+    bodies = [(json.dumps({"input": b, "model": model, **(extra or {})}).encode(), len(b)) for b in batches]
     queue = list(reversed(bodies))
+    headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
     connector = aiohttp.TCPConnector(limit=in_flight)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=300)) as client:
         async def one() -> None:
             while queue:
-                body = queue.pop()
-                async with client.post(url, json=body) as r:
+                body, n = queue.pop()
+                t0 = time.perf_counter()
+                async with client.post(url, data=body, headers=headers) as r:
                     payload = await r.read()
                     if r.status != 200:
                         raise RuntimeError(f"{url}: {r.status} {payload[:200]!r}")
-                if len(json.loads(payload)["data"]) != len(body["input"]):
+                if latencies is not None:
+                    latencies.append(time.perf_counter() - t0)
+                if payload.count(b'"index"') != n:
                     raise RuntimeError(f"{url}: wrong number of vectors")
 
         t = time.perf_counter()

@@ -14,7 +14,11 @@ from typing import Callable
 import numpy as np
 
 
-def build_plain(model) -> "onnx.ModelProto":  # noqa: F821
+def build_plain(model, standard: bool = False) -> "onnx.ModelProto":  # noqa: F821
+    """The plain graph of ``model``: int32 ``input_ids`` and ``attention_mask`` (batch, sequence) ->
+    ``last_hidden_state`` (batch, sequence, hidden). ``standard``: the interface of transformers' export
+    (``onnx/model.onnx`` on the hub, what TEI's ONNX Runtime backend loads): int64 inputs and a third,
+    ``token_type_ids``, gathered from the model's token-type table."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -33,6 +37,7 @@ def build_plain(model) -> "onnx.ModelProto":  # noqa: F821
         return out
 
     ids, mask = "input_ids", "attention_mask"
+    int_type = TensorProto.INT64 if standard else TensorProto.INT32
     word = node("Gather", [c("word", emb["word"]), ids], "word_emb")
     shape = node("Shape", [ids], "ids_shape")
     seq = node("Gather", [shape, c("one_i", np.array(1, dtype=np.int64))], "seq_len")
@@ -40,7 +45,16 @@ def build_plain(model) -> "onnx.ModelProto":  # noqa: F821
                    "pos_ids")
     pos = node("Gather", [c("pos", emb["position"]), pos_ids], "pos_emb")
     x = node("Add", [word, pos], "emb_sum0")
-    x = node("Add", [x, c("token_type0", emb["token_type"])], "emb_sum")
+    if standard:
+        from safetensors.numpy import load_file
+
+        tensors = load_file(str(model.weights_file))
+        table = next((v for k, v in tensors.items() if k.endswith("embeddings.token_type_embeddings.weight")),
+                     emb["token_type"][None, :])
+        types = node("Gather", [c("token_type", table.astype(np.float32)), "token_type_ids"], "token_type_emb")
+        x = node("Add", [x, types], "emb_sum")
+    else:
+        x = node("Add", [x, c("token_type0", emb["token_type"])], "emb_sum")
     x = node("LayerNormalization", [x, c("emb_ln_w", emb["ln_w"]), c("emb_ln_b", emb["ln_b"])], "emb_out",
              axis=-1, epsilon=model.eps)
     mf = node("Cast", [mask], "mask_f", to=TensorProto.FLOAT)
@@ -81,8 +95,8 @@ def build_plain(model) -> "onnx.ModelProto":  # noqa: F821
                  "last_hidden_state" if n == len(layers) - 1 else p + "ln2", axis=-1, epsilon=model.eps)
     graph = helper.make_graph(
         nodes, "plain",
-        [helper.make_tensor_value_info(ids, TensorProto.INT32, ["batch", "sequence"]),
-         helper.make_tensor_value_info(mask, TensorProto.INT32, ["batch", "sequence"])],
+        [helper.make_tensor_value_info(name, int_type, ["batch", "sequence"])
+         for name in (ids, mask, *(["token_type_ids"] if standard else []))],
         [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", d])],
         initializer=inits)
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])

@@ -61,6 +61,26 @@ def test_onnx_engine_matches_numpy_engine(engines: tuple[BertBackend, OnnxBertBa
     assert onnx_engine.count_tokens(TEXTS) == numpy_engine.count_tokens(TEXTS)
 
 
+def test_encoded_texts_embed_as_the_texts(engines: tuple[BertBackend, OnnxBertBackend]) -> None:
+    """The server tokenizes a text once (SentenceEncoder.encode, untruncated, to count it) and hands those
+    ids to the model call (embed_encoded): the ids the call embeds are the truncating tokenizer's, cut
+    inside the special tokens, and the vectors embed()'s, bit for bit."""
+    for engine in engines:
+        full = engine.encode(TEXTS)
+        assert [len(s) for s in full] == engine.count_tokens(TEXTS)
+        assert max(map(len, full)) > engine.max_tokens  # the long text: cut by embed_encoded
+        seen: list[list[int]] = []
+        original = engine._embed_sequences
+        engine._embed_sequences = lambda seqs: seen.extend(seqs) or original(seqs)  # type: ignore[method-assign]
+        try:
+            got = engine.embed_encoded(full)
+        finally:
+            del engine._embed_sequences
+        assert seen == engine.tokenize(TEXTS)
+        np.testing.assert_array_equal(got, engine.embed(TEXTS))
+        assert engine.encode([]) == [] and engine.embed_encoded([]).shape == (0, engine.dimensions)
+
+
 def test_pipeline_settings_are_read(variant: tuple[str, Path], engines: tuple[BertBackend, OnnxBertBackend]) -> None:
     name, _ = variant
     model_type, _, _, pooling, normalize = VARIANTS[name]

@@ -338,6 +338,28 @@ class SentenceEncoder(Backend):
             return []
         return [len(e.ids) for e in self._counter.encode_batch(self._prepare(list(texts)))]
 
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        """Untruncated token ids of each text, special tokens included: ``len`` of each is its
+        :meth:`count_tokens`, and :meth:`embed_encoded` embeds them as :meth:`embed` embeds the texts.
+        The server tokenizes each text once with it (counting, then the model call), not twice."""
+        check_texts(texts)
+        if not texts:
+            return []
+        return [e.ids for e in self._counter.encode_batch(self._prepare(list(texts)))]
+
+    def embed_encoded(self, seqs: list[list[int]]) -> np.ndarray:
+        """Embed :meth:`encode`'s sequences; one longer than ``max_tokens`` is cut as the tokenizer's
+        truncation cuts its text (its first tokens kept, inside the special tokens), so the vectors are
+        :meth:`embed`'s of the same texts."""
+        if not seqs:
+            return empty_result(self.dimensions)
+        limit = self.max_tokens
+        if any(len(s) > limit for s in seqs):
+            pre, suf = len(self._prefix), len(self._suffix)
+            room = limit - pre - suf
+            seqs = [s if len(s) <= limit else s[:pre + room] + s[len(s) - suf:] for s in seqs]
+        return self._embed_sequences(seqs)
+
     def embed(self, texts: list[str]) -> np.ndarray:
         check_texts(texts)
         if not texts:

@@ -1,6 +1,7 @@
 """Micro-batching: inputs of concurrent requests are gathered into bounded model calls.
 
-Each request's texts are cut into *chunks* of at most ``max_batch_tokens`` tokens; a model call
+Each request's inputs (texts, or their token ids for a backend that embeds ids: ``embedder.py``) are
+cut into *chunks* of at most ``max_batch_tokens`` tokens; a model call
 takes whole chunks from the queue, oldest first, while their tokens fit. Before a call that is not
 full, the batcher waits up to ``max_wait`` seconds for more input: when the model is idle, so that
 requests arriving together share a call; and when a slot has just freed, so that the clients the
@@ -37,7 +38,7 @@ __all__ = ["MicroBatcher"]
 
 @dataclass
 class _Chunk:
-    texts: list[str]
+    texts: list  # the inputs: texts or token-id lists, whatever ``fn`` takes
     tokens: int
     future: asyncio.Future = field(repr=False)
     queued_at: float = 0.0
@@ -47,7 +48,7 @@ class _Chunk:
 class MicroBatcher:
     def __init__(
         self,
-        fn: Callable[[list[str]], np.ndarray],
+        fn: Callable[[list], np.ndarray],
         executor: Executor,
         *,
         max_batch_tokens: int,
@@ -95,8 +96,8 @@ class MicroBatcher:
             if not chunk.future.done():
                 chunk.future.set_exception(UnavailableError("the server is shutting down"))
 
-    def submit(self, texts: list[str], tokens: list[int]) -> list[tuple[asyncio.Future, int, int]]:
-        """Queue texts; returns ``(future, start, stop)`` per chunk: rows ``start:stop`` of the
+    def submit(self, texts: list, tokens: list[int]) -> list[tuple[asyncio.Future, int, int]]:
+        """Queue inputs (texts or token-id lists, as ``fn`` takes them); returns ``(future, start, stop)`` per chunk: rows ``start:stop`` of the
         input are the rows of the chunk's result array."""
         if self._closed:
             raise UnavailableError("the server is shutting down")
@@ -115,7 +116,7 @@ class MicroBatcher:
         self._more.set()
         return out
 
-    def _enqueue(self, loop: asyncio.AbstractEventLoop, texts: list[str], tokens: int,
+    def _enqueue(self, loop: asyncio.AbstractEventLoop, texts: list, tokens: int,
                  start: int, stop: int) -> tuple[asyncio.Future, int, int]:
         fut = loop.create_future()
         chunk = _Chunk(texts, tokens, fut, time.perf_counter())

@@ -101,8 +101,11 @@ class Embedder:
                                     on_state=self._redis_state)
         self.model_threads = model_threads_for(cfg)
         self._model_pool = ThreadPoolExecutor(self.model_threads, thread_name_prefix="densewire-model")
+        #: a backend that embeds its own token ids (SentenceEncoder.encode / embed_encoded) is given the ids
+        #: counted for the request, so each text is tokenized once; others get the texts
+        self._encodes = callable(getattr(backend, "encode", None)) and callable(getattr(backend, "embed_encoded", None))
         self.batcher = MicroBatcher(
-            backend.embed, self._model_pool,
+            backend.embed_encoded if self._encodes else backend.embed, self._model_pool,
             max_batch_tokens=cfg.max_batch_tokens, max_wait=cfg.max_batch_wait_ms / 1000.0,
             concurrency=self.model_threads, metrics=metrics,
         )
@@ -191,6 +194,12 @@ class Embedder:
             return list(self.backend.count_tokens(texts))  # cheaper than a hop to a thread
         return list(await self.in_cpu_pool(self.backend.count_tokens, texts))
 
+    async def _encode(self, texts: list[str]) -> list[list[int]]:
+        """:meth:`count_tokens`'s tokenization, keeping the ids (``_encodes`` backends)."""
+        if sum(map(len, texts)) <= _INLINE_COUNT_CHARS:
+            return self.backend.encode(texts)
+        return await self.in_cpu_pool(self.backend.encode, texts)
+
     async def clip_texts(self, texts: list[str]) -> tuple[list[str], set[int]]:
         """Texts longer than ``char_bound`` cut to what the model reads of them (limits.py), and the
         indexes of those that were cut; the others are returned as they are."""
@@ -253,7 +262,11 @@ class Embedder:
         hits_mem = len(found)
         if hits_mem:
             self.metrics.cache_hits.labels("memory").inc(hits_mem)
-        if missing:
+        encoded: dict[str, list[int]] = {}
+        if missing and self._encodes:
+            encoded = dict(zip(missing, await self._encode(missing)))
+            counts.update((t, len(ids)) for t, ids in encoded.items())
+        elif missing:
             counts.update(zip(missing, await self.count_tokens(missing)))
         if not truncate:
             limit = self.max_tokens
@@ -295,7 +308,8 @@ class Embedder:
                 self.metrics.cache_hits.labels("inflight").inc(len(joined))
             if new:
                 self.metrics.cache_misses.inc(len(new))
-                chunks = self.batcher.submit(new, [min(counts[t], self.max_tokens) for t in new])
+                inputs = [encoded[t] for t in new] if self._encodes else new
+                chunks = self.batcher.submit(inputs, [min(counts[t], self.max_tokens) for t in new])
                 for fut, start, stop in chunks:
                     for j in range(start, stop):
                         self._inflight[new[j]] = (fut, j - start)
