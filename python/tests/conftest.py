@@ -93,3 +93,16 @@ def spark(spark_cluster):
         yield session
     finally:
         session.stop()
+
+
+# -- issue 31: the vector stores users load from Ray and Spark, each started for real ----------------------
+@pytest.fixture(scope="session")
+def opensearch_node():
+    """A single-node OpenSearch 3.5 with the k-NN plugin (``.url``), started by scripts/opensearch.sh."""
+    from store_support import ScriptService
+
+    node = ScriptService("opensearch.sh").start()
+    try:
+        yield node
+    finally:
+        node.stop()

@@ -25,6 +25,7 @@ import numpy as np
 from ._client import Client
 from ._errors import InvalidFieldError
 from ._esbulk import VECTOR_FORMATS, bulk_lines
+from ._ingest_stores import add_store_options, ingest_store, is_store
 from ._optional import require
 from ._pgvector import column_types, copy_vectors, progress_bar, quote_ident, quote_table
 from ._tensor import Tensor
@@ -240,9 +241,11 @@ def run_ingest(args: argparse.Namespace) -> int:
         _ingest_postgres(args, summary)
     elif args.to.startswith("es-bulk:"):
         _ingest_bulk(args, summary, args.to[len("es-bulk:"):] or "-")
+    elif is_store(args.to):
+        ingest_store(args, summary, source_blocks(args, _range_filter(args)), progress_bar(None, args.progress))
     else:
-        raise SystemExit(f"densewire ingest: --to must be postgresql://... or es-bulk:FILE (es-bulk:- for standard "
-                         f"output), not {args.to!r}")
+        raise SystemExit(f"densewire ingest: --to must be postgresql://..., es-bulk:FILE (es-bulk:- for standard "
+                         f"output), opensearch+http(s)://..., not {args.to!r}")
     summary.seconds = time.perf_counter() - start
     if not args.quiet:
         print(summary.line(), file=sys.stderr)
@@ -256,7 +259,8 @@ def add_ingest_command(sub: Any, add_input_options, load_input) -> None:
                        description=__doc__.split("\n\n")[0].replace("``", ""))
     add_input_options(p)
     p.add_argument("--to", required=True, metavar="DEST",
-                   help="postgresql://USER@HOST/DB, or es-bulk:FILE (es-bulk:- for standard output)")
+                   help="postgresql://USER@HOST/DB; es-bulk:FILE (es-bulk:- for standard output); "
+                        "opensearch+http(s)://[USER:PASSWORD@]HOST:9200 (with --index)")
     p.add_argument("--embed", metavar="URL", help="SOURCE is a text file, one text a line, embedded by the densewire "
                                                   "server at URL")
     p.add_argument("--model", help="--embed: the model to ask for")
@@ -274,6 +278,7 @@ def add_ingest_command(sub: Any, add_input_options, load_input) -> None:
                    help="base64: packed big-endian float32 (Elasticsearch 9.3+, default); floats: JSON numbers "
                         "(older Elasticsearch, OpenSearch)")
     g.add_argument("--no-ids", action="store_true", help="write no _id (Elasticsearch chooses them)")
+    add_store_options(p)
     g = p.add_argument_group("ids, ranges and resuming")
     g.add_argument("--ids", metavar="FILE", help="one id per line for the source's rows (default: row numbers)")
     g.add_argument("--first-id", type=int, default=0, help="the id of the first row when ids are row numbers "

@@ -9,6 +9,7 @@ usable from any engine that hands a worker Arrow data:
 * :class:`PgvectorSink`: one block, one transaction (binary COPY into a temporary table, then
   ``INSERT ... ON CONFLICT (id) DO NOTHING``): each row exactly once however often a block is retried;
 * :class:`EsBulkSink`: ``_bulk`` NDJSON with packed vectors, to a file per block or to the ``_bulk`` API;
+* :class:`OpenSearchSink`: ``_bulk`` into an OpenSearch k-NN index, float arrays written from the buffers;
 * :class:`BatchError`: what went wrong, naming the column, the row and its id, and the block.
 
 >>> import pyarrow as pa
@@ -23,6 +24,6 @@ Traceback (most recent call last):
 densewire._batch._errors.BatchError: invalid_field: a null text (column 'text', row 1, block 'b7')
 """
 
-from ._batch import BatchEmbedder, BatchError, EsBulkSink, PgvectorSink, worker_cpus
+from ._batch import BatchEmbedder, BatchError, EsBulkSink, OpenSearchSink, PgvectorSink, worker_cpus
 
-__all__ = ["BatchEmbedder", "BatchError", "EsBulkSink", "PgvectorSink", "worker_cpus"]
+__all__ = ["BatchEmbedder", "BatchError", "EsBulkSink", "OpenSearchSink", "PgvectorSink", "worker_cpus"]

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from ._batch import BatchEmbedder, BatchError, EsBulkSink, PgvectorSink
+from ._batch._ossink import OpenSearchSink
 from ._batch._embedder import DEFAULT_TIMEOUT
 from ._optional import require
 
@@ -32,7 +33,8 @@ require("ray.data", extra="ray", feature="densewire.ray")
 Datasink = ray.data.Datasink
 ActorPoolStrategy = ray.data.ActorPoolStrategy
 
-__all__ = ["embed", "write_pgvector", "write_es_bulk", "PgvectorDatasink", "EsBulkDatasink", "BatchError"]
+__all__ = ["embed", "write_pgvector", "write_es_bulk", "write_opensearch", "PgvectorDatasink", "EsBulkDatasink",
+           "StoreDatasink", "BatchError"]
 
 
 class _Embed:
@@ -185,3 +187,28 @@ def write_es_bulk(ds: "ray.data.Dataset", path_or_url: str, *, index: str, field
                           **options)
     ds.write_datasink(sink, concurrency=concurrency, ray_remote_args=ray_remote_args)
     return sink.result or 0
+
+
+class StoreDatasink(_BlockSink):
+    """Each block into a vector store by one of :mod:`densewire.batch`'s sinks (``OpenSearchSink``,
+    ``LanceDBSink``, ``ChromaSink``, ``MilvusSink``): each row once by its id, however often Ray runs a
+    write task again. ``result``: the rows written; ``new``: the rows the store reported new."""
+
+
+def _write_store(ds: "ray.data.Dataset", sink: Any, concurrency: int | None, rows_per_write: int | None,
+                 ray_remote_args: dict[str, Any] | None) -> int:
+    datasink = StoreDatasink(sink, rows_per_write)
+    ds.write_datasink(datasink, concurrency=concurrency, ray_remote_args=ray_remote_args)
+    return datasink.result or 0
+
+
+def write_opensearch(ds: "ray.data.Dataset", url: str, *, index: str, field: str, id_column: str,
+                     create_index: bool = False, concurrency: int | None = None, rows_per_write: int | None = None,
+                     ray_remote_args: dict[str, Any] | None = None, **options: Any) -> int:
+    """Write ``ds``'s ``id_column`` and vector ``field`` into the k-NN ``index`` of the OpenSearch at
+    ``url`` by ``_bulk`` (JSON float arrays written from the vectors' buffers, the ids as ``_id``: a
+    retried block replaces its documents). The index is checked (``field`` a ``knn_vector`` of the
+    vectors' dimension) or, with ``create_index``, made (lucene HNSW). ``options``:
+    :class:`densewire.batch.OpenSearchSink`'s (``space_type``, ``max_bytes``, ``refresh``...). The rows written."""
+    sink = OpenSearchSink(url, index=index, field=field, id_column=id_column, create_index=create_index, **options)
+    return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)

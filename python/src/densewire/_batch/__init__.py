@@ -5,6 +5,7 @@ from ._engine import worker_cpus
 from ._errors import BatchError
 from ._essink import EsBulkSink
 from ._fleet import Fleet, Replica
+from ._ossink import OpenSearchSink
 from ._pgsink import PgvectorSink
 
-__all__ = ["BatchEmbedder", "BatchError", "EsBulkSink", "Fleet", "PgvectorSink", "Replica", "worker_cpus"]
+__all__ = ["BatchEmbedder", "BatchError", "EsBulkSink", "Fleet", "OpenSearchSink", "PgvectorSink", "Replica", "worker_cpus"]

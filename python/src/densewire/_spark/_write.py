@@ -28,10 +28,11 @@ import pyarrow as pa
 from pyspark import TaskContext
 
 from .._batch import BatchError, EsBulkSink, PgvectorSink
+from .._batch._ossink import OpenSearchSink
 from ._failure import job_error
 from ._types import check_id_column, check_vector_column, dimensions_of
 
-__all__ = ["write_pgvector", "write_es_bulk"]
+__all__ = ["write_pgvector", "write_es_bulk", "write_opensearch"]
 
 DEFAULT_BLOCK_BYTES = 128 << 20
 
@@ -126,3 +127,24 @@ def write_es_bulk(df: Any, path_or_url: str, *, index: str, field: str, id_colum
     check_vector_column(df, field)
     sink = EsBulkSink(path_or_url, index=index, field=field, id_column=id_column, **options)
     return _run(df, sink, (id_column, field), max_block_bytes, attempt_in_name=False)
+
+
+def _write_store(df: Any, sink: Any, id_column: str, field: str, max_block_bytes: int) -> int:
+    """A store sink's ``check(d)`` on the driver (the index, collection or table, against the dimension the
+    column's metadata states), then the partitions' blocks into it."""
+    check_id_column(df, id_column)
+    spec = check_vector_column(df, field)
+    d = dimensions_of(spec)
+    if d is not None:
+        sink.check(d)
+    return _run(df, sink, (id_column, field), max_block_bytes, attempt_in_name=False)
+
+
+def write_opensearch(df: Any, url: str, *, index: str, field: str, id_column: str, create_index: bool = False,
+                     max_block_bytes: int = DEFAULT_BLOCK_BYTES, **options: Any) -> int:
+    """Write ``df``'s ``id_column`` and vector column ``field`` into the k-NN ``index`` of the OpenSearch at
+    ``url`` by ``_bulk`` (JSON float arrays written from the Arrow buffers, the ids as ``_id``: a block
+    Spark runs again replaces its documents). The index is checked, or made with ``create_index``
+    (lucene HNSW). ``options``: :class:`densewire.batch.OpenSearchSink`'s. Returns the rows written."""
+    sink = OpenSearchSink(url, index=index, field=field, id_column=id_column, create_index=create_index, **options)
+    return _write_store(df, sink, id_column, field, max_block_bytes)

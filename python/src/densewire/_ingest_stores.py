@@ -1,0 +1,85 @@
+"""``densewire ingest --to`` into the vector stores the batch sinks write: OpenSearch, LanceDB, Chroma, Milvus.
+
+Each block of the source becomes an Arrow table (the ids and a ``FixedSizeList`` vector column over the
+block's own buffer) handed to the store's :mod:`densewire.batch` sink, the one Ray and Spark jobs use:
+rows are written by id (replaced or upserted), so a run that is interrupted and run again leaves each id
+once. The destinations, each named as the store's own tools name it:
+
+* ``opensearch+http(s)://[USER:PASSWORD@]HOST:9200``: ``--index`` (a k-NN index; ``--create-index``
+  makes it with a lucene HNSW ``knn_vector`` of the data's dimension) and ``--field``;
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ._batch import BatchError, OpenSearchSink
+from ._esbulk import float32_rows
+from ._tensor import Tensor
+
+__all__ = ["STORE_SCHEMES", "is_store", "add_store_options", "ingest_store"]
+
+STORE_SCHEMES = ("opensearch+http://", "opensearch+https://")
+
+
+def is_store(to: str) -> bool:
+    return to.lower().startswith(STORE_SCHEMES)
+
+
+def add_store_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("OpenSearch, LanceDB, Chroma, Milvus")
+    g.add_argument("--create-index", action="store_true",
+                   help="make the index / table / collection when it is missing (with the data's dimension)")
+    g.add_argument("--space-type", default="l2", help="OpenSearch --create-index: the knn_vector space_type "
+                                                      "(l2, cosinesimil, innerproduct; default l2)")
+
+
+def store_sink(args: argparse.Namespace) -> tuple[Any, str]:
+    """The sink ``--to`` names, and the destination for the summary line."""
+    to = args.to
+    low = to.lower()
+    if low.startswith(("opensearch+http://", "opensearch+https://")):
+        if not args.index:
+            raise SystemExit("densewire ingest: an OpenSearch destination needs --index")
+        url = to[len("opensearch+"):]
+        sink = OpenSearchSink(url, index=args.index, field=args.field, id_column="id", create_index=args.create_index,
+                              space_type=args.space_type)
+        return sink, f"OpenSearch {url.split('@')[-1]} index {args.index}, field {args.field} (float arrays)"
+    raise SystemExit(f"densewire ingest: no store for {to!r}")
+
+
+def _table(vectors: Tensor, ids: Any, field: str) -> pa.Table:
+    a = np.asarray(vectors.array)
+    if vectors.dtype not in ("float32", "float16"):
+        a = float32_rows(vectors, field)
+    values = pa.array(np.ascontiguousarray(a).reshape(-1))
+    return pa.table({"id": pa.array(ids), field: pa.FixedSizeListArray.from_arrays(values, vectors.d)})
+
+
+def ingest_store(args: argparse.Namespace, summary: Any, blocks: Iterable[tuple[Tensor | None, Any, int]],
+                 progress: Any) -> None:
+    """``blocks`` (source_blocks' vectors, ids, rows seen) into the store ``--to`` names."""
+    if args.resume:
+        raise SystemExit("densewire ingest: --resume is for postgresql:// and es-bulk:; a store destination "
+                         "replaces rows by id, so run the same command again without it")
+    sink, summary.destination = store_sink(args)
+    update, close = progress
+    try:
+        for k, (vectors, ids, seen) in enumerate(blocks):
+            if vectors is not None:
+                table = _table(vectors, ids, args.field)
+                sink.write(table, block=f"block {k}")
+                summary.rows += vectors.n
+                summary.bytes += table.nbytes
+            summary.skipped += seen - (0 if vectors is None else vectors.n)
+            update(seen)
+    except BatchError as exc:
+        raise SystemExit(f"densewire ingest: {exc}") from None
+    finally:
+        close()
+        getattr(sink, "close", lambda: None)()
