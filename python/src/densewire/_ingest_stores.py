@@ -7,6 +7,8 @@ once. The destinations, each named as the store's own tools name it:
 
 * ``opensearch+http(s)://[USER:PASSWORD@]HOST:9200``: ``--index`` (a k-NN index; ``--create-index``
   makes it with a lucene HNSW ``knn_vector`` of the data's dimension) and ``--field``;
+* ``lancedb:PATH`` (a folder, or ``lancedb:s3://bucket/db``): ``--table`` and ``--column`` (a fixed-size
+  list; ``--create-index`` makes the table), rows merged by id;
 """
 
 from __future__ import annotations
@@ -18,13 +20,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._batch import BatchError, OpenSearchSink
+from ._batch import BatchError, LanceDBSink, OpenSearchSink
 from ._esbulk import float32_rows
 from ._tensor import Tensor
 
 __all__ = ["STORE_SCHEMES", "is_store", "add_store_options", "ingest_store"]
 
-STORE_SCHEMES = ("opensearch+http://", "opensearch+https://")
+STORE_SCHEMES = ("opensearch+http://", "opensearch+https://", "lancedb:")
 
 
 def is_store(to: str) -> bool:
@@ -50,7 +52,17 @@ def store_sink(args: argparse.Namespace) -> tuple[Any, str]:
         sink = OpenSearchSink(url, index=args.index, field=args.field, id_column="id", create_index=args.create_index,
                               space_type=args.space_type)
         return sink, f"OpenSearch {url.split('@')[-1]} index {args.index}, field {args.field} (float arrays)"
+    if low.startswith("lancedb:"):
+        if not args.table or not args.column:
+            raise SystemExit("densewire ingest: a LanceDB destination needs --table and --column")
+        uri = to[len("lancedb:"):]
+        sink = LanceDBSink(uri, table=args.table, column=args.column, id_column="id", create_table=args.create_index)
+        return sink, f"LanceDB {uri} table {args.table}, column {args.column} (Arrow)"
     raise SystemExit(f"densewire ingest: no store for {to!r}")
+
+
+def _column(args: argparse.Namespace) -> str:
+    return args.column if args.to.lower().startswith("lancedb:") else args.field
 
 
 def _table(vectors: Tensor, ids: Any, field: str) -> pa.Table:
@@ -72,7 +84,7 @@ def ingest_store(args: argparse.Namespace, summary: Any, blocks: Iterable[tuple[
     try:
         for k, (vectors, ids, seen) in enumerate(blocks):
             if vectors is not None:
-                table = _table(vectors, ids, args.field)
+                table = _table(vectors, ids, _column(args))
                 sink.write(table, block=f"block {k}")
                 summary.rows += vectors.n
                 summary.bytes += table.nbytes

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from ._batch import BatchEmbedder, BatchError, EsBulkSink, PgvectorSink
+from ._batch._lancesink import LanceDBSink
 from ._batch._ossink import OpenSearchSink
 from ._batch._embedder import DEFAULT_TIMEOUT
 from ._optional import require
@@ -33,7 +34,7 @@ require("ray.data", extra="ray", feature="densewire.ray")
 Datasink = ray.data.Datasink
 ActorPoolStrategy = ray.data.ActorPoolStrategy
 
-__all__ = ["embed", "write_pgvector", "write_es_bulk", "write_opensearch", "PgvectorDatasink", "EsBulkDatasink",
+__all__ = ["embed", "write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "PgvectorDatasink", "EsBulkDatasink",
            "StoreDatasink", "BatchError"]
 
 
@@ -211,4 +212,15 @@ def write_opensearch(ds: "ray.data.Dataset", url: str, *, index: str, field: str
     vectors' dimension) or, with ``create_index``, made (lucene HNSW). ``options``:
     :class:`densewire.batch.OpenSearchSink`'s (``space_type``, ``max_bytes``, ``refresh``...). The rows written."""
     sink = OpenSearchSink(url, index=index, field=field, id_column=id_column, create_index=create_index, **options)
+    return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)
+
+
+def write_lancedb(ds: "ray.data.Dataset", uri: str, *, table: str, column: str, id_column: str,
+                  create_table: bool = False, concurrency: int | None = None, rows_per_write: int | None = None,
+                  ray_remote_args: dict[str, Any] | None = None, **options: Any) -> int:
+    """Merge ``ds``'s ``id_column`` and vector ``column`` by id into ``table`` of the LanceDB at ``uri``
+    (the Arrow blocks as they are, the vectors a ``FixedSizeList`` without a copy; a retried block
+    updates its rows). The table is checked, or made with ``create_table``. ``options``:
+    :class:`densewire.batch.LanceDBSink`'s (``storage_options``). The rows written."""
+    sink = LanceDBSink(uri, table=table, column=column, id_column=id_column, create_table=create_table, **options)
     return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)

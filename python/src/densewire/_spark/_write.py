@@ -28,11 +28,12 @@ import pyarrow as pa
 from pyspark import TaskContext
 
 from .._batch import BatchError, EsBulkSink, PgvectorSink
+from .._batch._lancesink import LanceDBSink
 from .._batch._ossink import OpenSearchSink
 from ._failure import job_error
 from ._types import check_id_column, check_vector_column, dimensions_of
 
-__all__ = ["write_pgvector", "write_es_bulk", "write_opensearch"]
+__all__ = ["write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb"]
 
 DEFAULT_BLOCK_BYTES = 128 << 20
 
@@ -148,3 +149,13 @@ def write_opensearch(df: Any, url: str, *, index: str, field: str, id_column: st
     (lucene HNSW). ``options``: :class:`densewire.batch.OpenSearchSink`'s. Returns the rows written."""
     sink = OpenSearchSink(url, index=index, field=field, id_column=id_column, create_index=create_index, **options)
     return _write_store(df, sink, id_column, field, max_block_bytes)
+
+
+def write_lancedb(df: Any, uri: str, *, table: str, column: str, id_column: str, create_table: bool = False,
+                  max_block_bytes: int = DEFAULT_BLOCK_BYTES, **options: Any) -> int:
+    """Merge ``df``'s ``id_column`` and vector ``column`` by id into ``table`` of the LanceDB at ``uri`` (a
+    folder every executor sees, or an object store URI): each partition's Arrow batches in, the
+    ``array<float>`` re-wrapped as a fixed-size list over its own values (no copy); a block Spark runs
+    again updates its rows. The table is checked, or made with ``create_table``. Returns the rows written."""
+    sink = LanceDBSink(uri, table=table, column=column, id_column=id_column, create_table=create_table, **options)
+    return _write_store(df, sink, id_column, column, max_block_bytes)
