@@ -106,3 +106,15 @@ def opensearch_node():
         yield node
     finally:
         node.stop()
+
+
+@pytest.fixture(scope="session")
+def chroma_server():
+    """A Chroma 1.5 server (``.url``), ``chroma run`` started by scripts/chroma.sh."""
+    from store_support import ScriptService
+
+    server = ScriptService("chroma.sh").start()
+    try:
+        yield server
+    finally:
+        server.stop()

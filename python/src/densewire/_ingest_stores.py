@@ -9,6 +9,8 @@ once. The destinations, each named as the store's own tools name it:
   makes it with a lucene HNSW ``knn_vector`` of the data's dimension) and ``--field``;
 * ``lancedb:PATH`` (a folder, or ``lancedb:s3://bucket/db``): ``--table`` and ``--column`` (a fixed-size
   list; ``--create-index`` makes the table), rows merged by id;
+* ``chroma+http(s)://HOST:8000``: ``--collection`` (``--create-index`` makes it, ``--space-type`` l2,
+  cosine or ip), embeddings upserted as Base64 little-endian float32;
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._batch import BatchError, LanceDBSink, OpenSearchSink
+from ._batch import BatchError, ChromaSink, LanceDBSink, OpenSearchSink
 from ._esbulk import float32_rows
 from ._tensor import Tensor
 
 __all__ = ["STORE_SCHEMES", "is_store", "add_store_options", "ingest_store"]
 
-STORE_SCHEMES = ("opensearch+http://", "opensearch+https://", "lancedb:")
+STORE_SCHEMES = ("opensearch+http://", "opensearch+https://", "lancedb:", "chroma+http://", "chroma+https://")
 
 
 def is_store(to: str) -> bool:
@@ -37,8 +39,10 @@ def add_store_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("OpenSearch, LanceDB, Chroma, Milvus")
     g.add_argument("--create-index", action="store_true",
                    help="make the index / table / collection when it is missing (with the data's dimension)")
-    g.add_argument("--space-type", default="l2", help="OpenSearch --create-index: the knn_vector space_type "
-                                                      "(l2, cosinesimil, innerproduct; default l2)")
+    g.add_argument("--space-type", default="l2", help="--create-index: the distance, as the store names it "
+                   "(OpenSearch l2, cosinesimil, innerproduct; Chroma l2, cosine, ip; Milvus L2, COSINE, IP; "
+                   "default l2 / L2)")
+    g.add_argument("--collection", help="the Chroma or Milvus collection")
 
 
 def store_sink(args: argparse.Namespace) -> tuple[Any, str]:
@@ -58,11 +62,20 @@ def store_sink(args: argparse.Namespace) -> tuple[Any, str]:
         uri = to[len("lancedb:"):]
         sink = LanceDBSink(uri, table=args.table, column=args.column, id_column="id", create_table=args.create_index)
         return sink, f"LanceDB {uri} table {args.table}, column {args.column} (Arrow)"
+    if low.startswith(("chroma+http://", "chroma+https://")):
+        if not args.collection:
+            raise SystemExit("densewire ingest: a Chroma destination needs --collection")
+        url = to[len("chroma+"):]
+        space = "l2" if args.space_type == "l2" else args.space_type
+        sink = ChromaSink(url, collection=args.collection, column="embedding", id_column="id",
+                          create_collection=args.create_index, space=space)
+        return sink, f"Chroma {url.split('@')[-1]} collection {args.collection} (Base64 float32)"
     raise SystemExit(f"densewire ingest: no store for {to!r}")
 
 
 def _column(args: argparse.Namespace) -> str:
-    return args.column if args.to.lower().startswith("lancedb:") else args.field
+    low = args.to.lower()
+    return args.column if low.startswith("lancedb:") else "embedding" if low.startswith("chroma+") else args.field
 
 
 def _table(vectors: Tensor, ids: Any, field: str) -> pa.Table:

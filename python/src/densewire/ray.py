@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from ._batch import BatchEmbedder, BatchError, EsBulkSink, PgvectorSink
+from ._batch._chromasink import ChromaSink
 from ._batch._lancesink import LanceDBSink
 from ._batch._ossink import OpenSearchSink
 from ._batch._embedder import DEFAULT_TIMEOUT
@@ -34,7 +35,7 @@ require("ray.data", extra="ray", feature="densewire.ray")
 Datasink = ray.data.Datasink
 ActorPoolStrategy = ray.data.ActorPoolStrategy
 
-__all__ = ["embed", "write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "PgvectorDatasink", "EsBulkDatasink",
+__all__ = ["embed", "write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "write_chroma", "PgvectorDatasink", "EsBulkDatasink",
            "StoreDatasink", "BatchError"]
 
 
@@ -223,4 +224,16 @@ def write_lancedb(ds: "ray.data.Dataset", uri: str, *, table: str, column: str, 
     updates its rows). The table is checked, or made with ``create_table``. ``options``:
     :class:`densewire.batch.LanceDBSink`'s (``storage_options``). The rows written."""
     sink = LanceDBSink(uri, table=table, column=column, id_column=id_column, create_table=create_table, **options)
+    return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)
+
+
+def write_chroma(ds: "ray.data.Dataset", url: str, *, collection: str, column: str, id_column: str,
+                 create_collection: bool = False, concurrency: int | None = None, rows_per_write: int | None = None,
+                 ray_remote_args: dict[str, Any] | None = None, **options: Any) -> int:
+    """Upsert ``ds``'s ``id_column`` (as Chroma's string ids) and vector ``column`` into ``collection`` of
+    the Chroma server at ``url``, the embeddings as Base64 little-endian float32 (a retried block
+    replaces its rows). The collection is checked, or made with ``create_collection``. ``options``:
+    :class:`densewire.batch.ChromaSink`'s (``space``, ``tenant``, ``database``, ``token``...). The rows written."""
+    sink = ChromaSink(url, collection=collection, column=column, id_column=id_column,
+                      create_collection=create_collection, **options)
     return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)

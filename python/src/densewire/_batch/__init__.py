@@ -3,10 +3,11 @@
 from ._embedder import BatchEmbedder
 from ._engine import worker_cpus
 from ._errors import BatchError
+from ._chromasink import ChromaSink
 from ._essink import EsBulkSink
 from ._fleet import Fleet, Replica
 from ._lancesink import LanceDBSink
 from ._ossink import OpenSearchSink
 from ._pgsink import PgvectorSink
 
-__all__ = ["BatchEmbedder", "BatchError", "EsBulkSink", "Fleet", "LanceDBSink", "OpenSearchSink", "PgvectorSink", "Replica", "worker_cpus"]
+__all__ = ["BatchEmbedder", "BatchError", "ChromaSink", "EsBulkSink", "Fleet", "LanceDBSink", "OpenSearchSink", "PgvectorSink", "Replica", "worker_cpus"]

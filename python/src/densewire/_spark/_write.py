@@ -28,12 +28,13 @@ import pyarrow as pa
 from pyspark import TaskContext
 
 from .._batch import BatchError, EsBulkSink, PgvectorSink
+from .._batch._chromasink import ChromaSink
 from .._batch._lancesink import LanceDBSink
 from .._batch._ossink import OpenSearchSink
 from ._failure import job_error
 from ._types import check_id_column, check_vector_column, dimensions_of
 
-__all__ = ["write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb"]
+__all__ = ["write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "write_chroma"]
 
 DEFAULT_BLOCK_BYTES = 128 << 20
 
@@ -158,4 +159,15 @@ def write_lancedb(df: Any, uri: str, *, table: str, column: str, id_column: str,
     ``array<float>`` re-wrapped as a fixed-size list over its own values (no copy); a block Spark runs
     again updates its rows. The table is checked, or made with ``create_table``. Returns the rows written."""
     sink = LanceDBSink(uri, table=table, column=column, id_column=id_column, create_table=create_table, **options)
+    return _write_store(df, sink, id_column, column, max_block_bytes)
+
+
+def write_chroma(df: Any, url: str, *, collection: str, column: str, id_column: str, create_collection: bool = False,
+                 max_block_bytes: int = DEFAULT_BLOCK_BYTES, **options: Any) -> int:
+    """Upsert ``df``'s ``id_column`` (as Chroma's string ids) and vector ``column`` into ``collection`` of the
+    Chroma server at ``url``, the embeddings as Base64 little-endian float32 built from the partition's
+    Arrow buffers (a block Spark runs again replaces its rows). The collection is checked, or made with
+    ``create_collection``. ``options``: :class:`densewire.batch.ChromaSink`'s. Returns the rows written."""
+    sink = ChromaSink(url, collection=collection, column=column, id_column=id_column,
+                      create_collection=create_collection, **options)
     return _write_store(df, sink, id_column, column, max_block_bytes)
