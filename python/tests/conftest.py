@@ -118,3 +118,15 @@ def chroma_server():
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def milvus_server():
+    """A Milvus Lite 2.5.1 server standalone on TCP (``.url``, pymilvus' uri), started by scripts/milvus.sh."""
+    from store_support import ScriptService
+
+    server = ScriptService("milvus.sh").start()
+    try:
+        yield server
+    finally:
+        server.stop()

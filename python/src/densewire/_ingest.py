@@ -245,7 +245,7 @@ def run_ingest(args: argparse.Namespace) -> int:
         ingest_store(args, summary, source_blocks(args, _range_filter(args)), progress_bar(None, args.progress))
     else:
         raise SystemExit(f"densewire ingest: --to must be postgresql://..., es-bulk:FILE (es-bulk:- for standard "
-                         f"output), opensearch+http(s)://..., lancedb:PATH, chroma+http(s)://..., not {args.to!r}")
+                         f"output), opensearch+http(s)://..., lancedb:PATH, chroma+http(s)://..., milvus+http(s)://..., not {args.to!r}")
     summary.seconds = time.perf_counter() - start
     if not args.quiet:
         print(summary.line(), file=sys.stderr)
@@ -261,7 +261,8 @@ def add_ingest_command(sub: Any, add_input_options, load_input) -> None:
     p.add_argument("--to", required=True, metavar="DEST",
                    help="postgresql://USER@HOST/DB; es-bulk:FILE (es-bulk:- for standard output); "
                         "opensearch+http(s)://[USER:PASSWORD@]HOST:9200 (with --index); lancedb:PATH (with --table, "
-                        "--column); chroma+http(s)://HOST:8000 (with --collection)")
+                        "--column); chroma+http(s)://HOST:8000 (with --collection); milvus+http(s)://HOST:19530 (with "
+                        "--collection, --field)")
     p.add_argument("--embed", metavar="URL", help="SOURCE is a text file, one text a line, embedded by the densewire "
                                                   "server at URL")
     p.add_argument("--model", help="--embed: the model to ask for")

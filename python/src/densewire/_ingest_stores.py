@@ -11,6 +11,9 @@ once. The destinations, each named as the store's own tools name it:
   list; ``--create-index`` makes the table), rows merged by id;
 * ``chroma+http(s)://HOST:8000``: ``--collection`` (``--create-index`` makes it, ``--space-type`` l2,
   cosine or ip), embeddings upserted as Base64 little-endian float32;
+* ``milvus+http(s)://HOST:19530`` (pymilvus' ``uri`` after the ``milvus+``): ``--collection`` and
+  ``--field`` (``--create-index`` makes it: the ids its INT64 primary key, an AUTOINDEX with
+  ``--space-type`` L2, IP or COSINE), upserted with float32 / float16 columns as binary.
 """
 
 from __future__ import annotations
@@ -22,13 +25,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._batch import BatchError, ChromaSink, LanceDBSink, OpenSearchSink
+from ._batch import BatchError, ChromaSink, LanceDBSink, MilvusSink, OpenSearchSink
 from ._esbulk import float32_rows
 from ._tensor import Tensor
 
 __all__ = ["STORE_SCHEMES", "is_store", "add_store_options", "ingest_store"]
 
-STORE_SCHEMES = ("opensearch+http://", "opensearch+https://", "lancedb:", "chroma+http://", "chroma+https://")
+STORE_SCHEMES = ("opensearch+http://", "opensearch+https://", "lancedb:", "chroma+http://", "chroma+https://",
+                 "milvus+http://", "milvus+https://")
 
 
 def is_store(to: str) -> bool:
@@ -70,6 +74,13 @@ def store_sink(args: argparse.Namespace) -> tuple[Any, str]:
         sink = ChromaSink(url, collection=args.collection, column="embedding", id_column="id",
                           create_collection=args.create_index, space=space)
         return sink, f"Chroma {url.split('@')[-1]} collection {args.collection} (Base64 float32)"
+    if low.startswith(("milvus+http://", "milvus+https://")):
+        if not args.collection:
+            raise SystemExit("densewire ingest: a Milvus destination needs --collection")
+        uri = to[len("milvus+"):]
+        sink = MilvusSink(uri, collection=args.collection, column=args.field, id_column="id",
+                          create_collection=args.create_index, metric=args.space_type.upper())
+        return sink, f"Milvus {uri} collection {args.collection}, field {args.field} (binary vectors)"
     raise SystemExit(f"densewire ingest: no store for {to!r}")
 
 

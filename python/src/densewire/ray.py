@@ -26,6 +26,7 @@ import pyarrow as pa
 from ._batch import BatchEmbedder, BatchError, EsBulkSink, PgvectorSink
 from ._batch._chromasink import ChromaSink
 from ._batch._lancesink import LanceDBSink
+from ._batch._milvussink import MilvusSink
 from ._batch._ossink import OpenSearchSink
 from ._batch._embedder import DEFAULT_TIMEOUT
 from ._optional import require
@@ -35,8 +36,8 @@ require("ray.data", extra="ray", feature="densewire.ray")
 Datasink = ray.data.Datasink
 ActorPoolStrategy = ray.data.ActorPoolStrategy
 
-__all__ = ["embed", "write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "write_chroma", "PgvectorDatasink", "EsBulkDatasink",
-           "StoreDatasink", "BatchError"]
+__all__ = ["embed", "write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "write_chroma",
+           "write_milvus", "PgvectorDatasink", "EsBulkDatasink", "StoreDatasink", "BatchError"]
 
 
 class _Embed:
@@ -235,5 +236,18 @@ def write_chroma(ds: "ray.data.Dataset", url: str, *, collection: str, column: s
     replaces its rows). The collection is checked, or made with ``create_collection``. ``options``:
     :class:`densewire.batch.ChromaSink`'s (``space``, ``tenant``, ``database``, ``token``...). The rows written."""
     sink = ChromaSink(url, collection=collection, column=column, id_column=id_column,
+                      create_collection=create_collection, **options)
+    return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)
+
+
+def write_milvus(ds: "ray.data.Dataset", uri: str, *, collection: str, column: str, id_column: str,
+                 create_collection: bool = False, concurrency: int | None = None, rows_per_write: int | None = None,
+                 ray_remote_args: dict[str, Any] | None = None, **options: Any) -> int:
+    """Upsert ``ds``'s ``id_column`` (the primary key) and vector ``column`` into ``collection`` of the
+    Milvus at ``uri`` (``http://host:19530``), the vector column filled from the block's buffer
+    (float32, float16); a retried block replaces its rows. The collection is checked, or made with
+    ``create_collection`` (AUTOINDEX). ``options``: :class:`densewire.batch.MilvusSink`'s (``metric``,
+    ``token``, ``db_name``, ``max_rows``...). The rows written."""
+    sink = MilvusSink(uri, collection=collection, column=column, id_column=id_column,
                       create_collection=create_collection, **options)
     return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)

@@ -31,6 +31,6 @@ require("pyspark", extra="spark", feature="densewire.spark")
 require("pandas", extra="spark", feature="densewire.spark (Spark's mapInArrow)")
 require("pyarrow", extra="spark", feature="densewire.spark")
 
-from ._spark import embed, spark_vectors, write_chroma, write_es_bulk, write_lancedb, write_opensearch, write_pgvector  # noqa: E402
+from ._spark import embed, spark_vectors, write_chroma, write_es_bulk, write_lancedb, write_milvus, write_opensearch, write_pgvector  # noqa: E402
 
-__all__ = ["embed", "write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "write_chroma", "spark_vectors", "BatchError"]
+__all__ = ["embed", "write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "write_chroma", "write_milvus", "spark_vectors", "BatchError"]

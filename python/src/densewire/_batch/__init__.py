@@ -7,7 +7,9 @@ from ._chromasink import ChromaSink
 from ._essink import EsBulkSink
 from ._fleet import Fleet, Replica
 from ._lancesink import LanceDBSink
+from ._milvussink import MilvusSink
 from ._ossink import OpenSearchSink
 from ._pgsink import PgvectorSink
 
-__all__ = ["BatchEmbedder", "BatchError", "ChromaSink", "EsBulkSink", "Fleet", "LanceDBSink", "OpenSearchSink", "PgvectorSink", "Replica", "worker_cpus"]
+__all__ = ["BatchEmbedder", "BatchError", "ChromaSink", "EsBulkSink", "Fleet", "LanceDBSink", "MilvusSink",
+           "OpenSearchSink", "PgvectorSink", "Replica", "worker_cpus"]

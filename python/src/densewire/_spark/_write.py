@@ -30,11 +30,12 @@ from pyspark import TaskContext
 from .._batch import BatchError, EsBulkSink, PgvectorSink
 from .._batch._chromasink import ChromaSink
 from .._batch._lancesink import LanceDBSink
+from .._batch._milvussink import MilvusSink
 from .._batch._ossink import OpenSearchSink
 from ._failure import job_error
 from ._types import check_id_column, check_vector_column, dimensions_of
 
-__all__ = ["write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "write_chroma"]
+__all__ = ["write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "write_chroma", "write_milvus"]
 
 DEFAULT_BLOCK_BYTES = 128 << 20
 
@@ -169,5 +170,16 @@ def write_chroma(df: Any, url: str, *, collection: str, column: str, id_column: 
     Arrow buffers (a block Spark runs again replaces its rows). The collection is checked, or made with
     ``create_collection``. ``options``: :class:`densewire.batch.ChromaSink`'s. Returns the rows written."""
     sink = ChromaSink(url, collection=collection, column=column, id_column=id_column,
+                      create_collection=create_collection, **options)
+    return _write_store(df, sink, id_column, column, max_block_bytes)
+
+
+def write_milvus(df: Any, uri: str, *, collection: str, column: str, id_column: str, create_collection: bool = False,
+                 max_block_bytes: int = DEFAULT_BLOCK_BYTES, **options: Any) -> int:
+    """Upsert ``df``'s ``id_column`` (the primary key) and vector ``column`` into ``collection`` of the Milvus
+    at ``uri``, the vector column filled from the partition's Arrow buffers (a block Spark runs again
+    replaces its rows). The collection is checked, or made with ``create_collection``. ``options``:
+    :class:`densewire.batch.MilvusSink`'s. Returns the rows written."""
+    sink = MilvusSink(uri, collection=collection, column=column, id_column=id_column,
                       create_collection=create_collection, **options)
     return _write_store(df, sink, id_column, column, max_block_bytes)
