@@ -23,6 +23,8 @@ suite setup-python bash scripts/setup-python.sh || true
 if [ ${#failed[@]} -ne 0 ]; then echo "Python setup failed; nothing else can run"; exit 1; fi
 suite golden-vectors .venv/bin/python testdata/generate.py --check
 if [ -x scripts/services.sh ]; then suite services bash scripts/services.sh install; fi
+# Elasticsearch 9.5.3 (Maven Central's integ-test zip, cached in ~/.m2): the Python tests start one node
+suite elasticsearch bash scripts/elasticsearch.sh install
 suite python .venv/bin/python -m pytest python/tests -q -p no:cacheprovider
 
 # The other languages' clients are also tested against the real server: one densewire serve

@@ -15,6 +15,8 @@
 # What cannot be installed from here, and stops the run:
 #   Rust >= 1.85 (edition 2024) with cargo: Debian bookworm's rustc is 1.63; install rustup
 #   (https://rustup.rs), then `rustup toolchain install stable`.
+#   A JDK >= 21 for Elasticsearch (scripts/elasticsearch.sh; ES_JAVA_HOME, JAVA_HOME or /usr/lib/jvm/*):
+#   Debian bookworm has only 17; install e.g. Temurin 21+ and set ES_JAVA_HOME.
 set -uo pipefail
 
 mode=${1:-install}
@@ -76,6 +78,11 @@ if ! { [ -n "$have" ] && version_ge "$have" "$RUST_MIN" && command -v cargo >/de
   missing+=("Rust >= $RUST_MIN with cargo (found ${have:-none}): Debian's rustc is too old; install rustup (https://rustup.rs) then 'rustup toolchain install stable'")
 fi
 
+es_java=$(bash "$(dirname "$0")/elasticsearch.sh" java 2>/dev/null)
+if [ -z "$es_java" ]; then
+  missing+=("JDK >= 21 for Elasticsearch (found none in ES_JAVA_HOME, JAVA_HOME, /usr/lib/jvm/*): Debian bookworm's is 17; install e.g. Temurin 21+ (https://adoptium.net) and set ES_JAVA_HOME")
+fi
+
 have=$(java_version)
 if ! { [ -n "$have" ] && version_ge "$have" "$JAVA_MIN" && command -v mvn >/dev/null 2>&1; }; then
   if [ "$mode" = install ] && apt_install openjdk-17-jdk-headless maven && version_ge "$(java_version)" "$JAVA_MIN"; then
@@ -98,4 +105,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   for m in "${missing[@]}"; do echo "toolchains: missing $m" >&2; done
   exit 1
 fi
-echo "toolchains: go $(go_version), node $(node_version), rust $(rust_version), javac $(java_version), $(ruby --version | awk '{print $1, $2}')"
+echo "toolchains: go $(go_version), node $(node_version), rust $(rust_version), javac $(java_version), $(ruby --version | awk '{print $1, $2}'), Elasticsearch's JDK $es_java"

@@ -95,6 +95,22 @@ def spark(spark_cluster):
         session.stop()
 
 
+# -- issue 31: one real Elasticsearch node for the whole session -----------------------------------------------
+@pytest.fixture(scope="session")
+def es_node():
+    """A single-node Elasticsearch 9.5.3 (es_support.EsNode: ``.url``, security off), for the whole session.
+
+    Started by scripts/elasticsearch.sh, or the running node ``DENSEWIRE_ES_URL`` names (then not stopped).
+    """
+    from es_support import EsNode
+
+    node = EsNode.session()
+    try:
+        yield node
+    finally:
+        node.stop()
+
+
 # -- issue 31: the vector stores users load from Ray and Spark, each started for real ----------------------
 @pytest.fixture(scope="session")
 def opensearch_node():

@@ -18,7 +18,7 @@ import pybase64
 import pytest
 
 from densewire import pgvector
-from densewire._esbulk import bulk_lines
+from densewire._stores._esbulk import bulk_lines
 from densewire.batch import BatchError, EsBulkSink, PgvectorSink
 
 RNG = np.random.default_rng(25)

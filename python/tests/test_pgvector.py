@@ -13,8 +13,8 @@ import pytest
 
 import densewire
 from densewire import NonFiniteError, Tensor, pgvector
-from densewire import _esbulk, _pgcopy
-from densewire._pgcopy_read import _Walker, _header
+from densewire._stores import _esbulk, _pgcopy
+from densewire._stores._pgcopy_read import _Walker, _header
 
 RNG = np.random.default_rng(18)
 
@@ -292,7 +292,7 @@ def test_a_message_interrupted_part_way_is_sent_whole_before_the_exception_goes_
     import socket
     import threading
 
-    from densewire import _pgvector
+    from densewire._stores import _pgvector
     a, b = socket.socketpair()
     a.setblocking(False)  # as libpq's socket
     writer = _pgvector._SocketWriter(_FakeConn(a))
@@ -329,7 +329,7 @@ def test_a_message_that_cannot_be_finished_closes_the_connection() -> None:
     is closed: its protocol state is lost, nothing more may be said on it."""
     import socket
 
-    from densewire import _pgvector
+    from densewire._stores import _pgvector
     a, b = socket.socketpair()
     a.setblocking(False)
     conn = _FakeConn(a)
@@ -352,7 +352,7 @@ def test_gathered_rows_arrive_whole_through_partial_sends() -> None:
     import socket
     import threading
 
-    from densewire import _pgvector
+    from densewire._stores import _pgvector
     a, b = socket.socketpair()
     a.setblocking(False)
     writer = _pgvector._SocketWriter(_FakeConn(a))

@@ -24,10 +24,10 @@ import numpy as np
 
 from ._client import Client
 from ._errors import InvalidFieldError
-from ._esbulk import VECTOR_FORMATS, bulk_lines
 from ._ingest_stores import add_store_options, ingest_store, is_store
+from ._stores._esbulk import VECTOR_FORMATS, bulk_lines
 from ._optional import require
-from ._pgvector import column_types, copy_vectors, progress_bar, quote_ident, quote_table
+from ._stores._pgvector import column_types, copy_vectors, progress_bar, quote_ident, quote_table
 from ._tensor import Tensor
 
 __all__ = ["add_ingest_command", "run_ingest", "Summary"]

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._batch import BatchError, ChromaSink, LanceDBSink, MilvusSink, OpenSearchSink
-from ._esbulk import float32_rows
+from ._stores._esbulk import float32_rows
 from ._tensor import Tensor
 
 __all__ = ["STORE_SCHEMES", "is_store", "add_store_options", "ingest_store"]

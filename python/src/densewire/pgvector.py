@@ -31,10 +31,10 @@ GSS-encrypted connections: ``direct_socket_reason(conn)`` says why not); libpq e
 its errors either way.
 """
 
-from ._pgcopy import (HEADER, ID_TYPES, SIGNATURE, TRAILER, VECTOR_TYPES, CopyColumns, CopyData, encode_copy,
+from ._stores._pgcopy import (HEADER, ID_TYPES, SIGNATURE, TRAILER, VECTOR_TYPES, CopyColumns, CopyData, encode_copy,
                       encode_tuples, iter_copy)
-from ._pgcopy_read import decode_copy
-from ._pgvector import CopyStats, column_types, copy_vectors, direct_socket_reason, read_vectors
+from ._stores._pgcopy_read import decode_copy
+from ._stores._pgvector import CopyStats, column_types, copy_vectors, direct_socket_reason, read_vectors
 
 __all__ = ["copy_vectors", "direct_socket_reason", "read_vectors", "encode_copy", "decode_copy", "iter_copy", "encode_tuples", "column_types",
            "CopyColumns", "CopyData", "CopyStats", "VECTOR_TYPES", "ID_TYPES", "SIGNATURE", "HEADER", "TRAILER"]

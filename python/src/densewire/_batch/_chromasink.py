@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from .._client._retry import RetryPolicy
-from .._esbulk import float32_rows
+from .._stores._esbulk import float32_rows
 from .._stores._http import StoreHttpError
 from .._stores.chroma import ChromaCollectionError, ChromaServer, upsert_body
 from ._columns import ids_of, vector_chunks

@@ -1,6 +1,6 @@
 """``EsBulkSink``: blocks as Elasticsearch / OpenSearch ``_bulk`` bodies with packed vectors.
 
-The NDJSON lines are :func:`densewire._esbulk.bulk_lines`' (big-endian float32 Base64, the packed
+The NDJSON lines are :func:`densewire._stores._esbulk.bulk_lines`' (big-endian float32 Base64, the packed
 ``dense_vector`` form; ``vector_format="floats"`` for stores that only take JSON arrays), each row's
 ``_id`` its id, so that writing a block again replaces its documents rather than adding copies.
 
@@ -29,7 +29,7 @@ import orjson
 import pyarrow as pa
 
 from .._client._retry import RetryPolicy
-from .._esbulk import VECTOR_FORMATS, bulk_lines
+from .._stores._esbulk import VECTOR_FORMATS, bulk_lines
 from ._columns import ids_of, vector_chunks
 from ._errors import BatchError
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 from .._client._retry import RetryPolicy
 from .._convert import convert
 from .._optional import require
-from .._esbulk import float32_rows
+from .._stores._esbulk import float32_rows
 from .._stores.milvus import MilvusCollectionError, check_collection, pymilvus, send_upsert, upsert_request
 from ._columns import ids_of, vector_chunks
 from ._errors import BatchError

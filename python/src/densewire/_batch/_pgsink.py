@@ -24,8 +24,8 @@ import pyarrow as pa
 
 from .._client._retry import RetryPolicy
 from .._optional import require
-from .._pgcopy import VECTOR_TYPES
-from .._pgvector import copy_vectors, quote_ident, quote_table
+from .._stores._pgcopy import VECTOR_TYPES
+from .._stores._pgvector import copy_vectors, quote_ident, quote_table
 from .._tensor import Tensor
 from ._columns import ids_of, vector_chunks
 from ._errors import BatchError

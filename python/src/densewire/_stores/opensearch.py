@@ -1,6 +1,6 @@
 """OpenSearch with the k-NN plugin: the ``knn_vector`` index a sink writes into.
 
-OpenSearch takes vectors only as JSON float arrays, so the bodies are :func:`densewire._esbulk.bulk_lines`'
+OpenSearch takes vectors only as JSON float arrays, so the bodies are :func:`densewire._stores._esbulk.bulk_lines`'
 ``vector_format="floats"`` (each row's float32 values written by orjson straight from the numpy buffer:
 no Python float per value, the shortest decimal that reads back as the same float32). Before a sink
 sends anything the index is checked: ``GET <index>/_mapping`` must show ``field`` as a ``knn_vector`` of

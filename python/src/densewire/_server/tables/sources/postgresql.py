@@ -15,7 +15,7 @@ import numpy as np
 
 from densewire._errors import DensewireError
 from densewire._optional import require
-from densewire._pgcopy_read import decode_values
+from densewire._stores._pgcopy_read import decode_values
 
 from ..coercion import Natural, build_table, null_error, parse_vectors_text, vectors
 from ..spec import TableLoadError, TableSpec

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import InvalidFieldError, LengthMismatchError, MalformedError, ShapeMismatchError, TruncatedError
+from .._errors import InvalidFieldError, LengthMismatchError, MalformedError, ShapeMismatchError, TruncatedError
 from ._pgcopy import ID_TYPES, SIGNATURE, VECTOR_TYPES, CopyColumns, CopyData
-from ._tensor import Tensor
+from .._tensor import Tensor
 
 __all__ = ["decode_copy", "read_stream", "decode_values"]
 

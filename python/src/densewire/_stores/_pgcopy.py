@@ -24,9 +24,9 @@ from typing import Any, Final
 
 import numpy as np
 
-from ._convert import float32_to_float16, to_binary, widen
-from ._errors import InvalidFieldError, NonFiniteError, ShapeMismatchError
-from ._tensor import Tensor
+from .._convert import float32_to_float16, to_binary, widen
+from .._errors import InvalidFieldError, NonFiniteError, ShapeMismatchError
+from .._tensor import Tensor
 
 __all__ = ["SIGNATURE", "HEADER", "TRAILER", "VECTOR_TYPES", "ID_TYPES", "CopyColumns", "CopyData",
            "encode_copy", "encode_tuples", "iter_copy"]

@@ -26,9 +26,9 @@ import numpy as np
 import orjson
 import pybase64
 
-from ._convert import convert, widen
-from ._errors import InvalidFieldError, NonFiniteError
-from ._tensor import Tensor
+from .._convert import convert, widen
+from .._errors import InvalidFieldError, NonFiniteError
+from .._tensor import Tensor
 
 __all__ = ["VECTOR_FORMATS", "bulk_lines", "float32_rows"]
 

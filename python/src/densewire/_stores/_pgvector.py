@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import InvalidFieldError
-from ._optional import missing, require
+from .._errors import InvalidFieldError
+from .._optional import missing, require
 from ._pgcopy import (HEADER, ID_TYPES, TRAILER, VECTOR_TYPES, CopyColumns, CopyData, encode_tuple_parts,
                       encode_tuples)
 from ._pgcopy_read import read_stream
-from ._tensor import Tensor
+from .._tensor import Tensor
 
 __all__ = ["CopyStats", "copy_vectors", "direct_socket_reason", "read_vectors", "column_types", "quote_ident", "quote_table", "progress_bar"]
 

@@ -1,0 +1,14 @@
+"""The session's Elasticsearch node (scripts/elasticsearch.sh) is the real 9.5.3 the ES tests need."""
+
+from __future__ import annotations
+
+import httpx
+
+
+def test_the_session_node_is_a_green_single_node_9_5(es_node):
+    health = httpx.get(f"{es_node.url}/_cluster/health", timeout=30).json()
+    assert health["status"] == "green" and health["number_of_nodes"] == 1
+    nodes = httpx.get(f"{es_node.url}/_nodes/_local", timeout=30).json()["nodes"]
+    (node,) = nodes.values()
+    assert node["version"] == "9.5.3"
+    assert node["settings"]["http"]["port"] == es_node.url.rsplit(":", 1)[1]
