@@ -5,17 +5,19 @@
 #   scripts/opensearch.sh start DIR   start a node with its config, data and logs in DIR on a free loopback
 #                                     port, wait for it to answer green, print its URL (http://127.0.0.1:PORT)
 #   scripts/opensearch.sh stop DIR    stop it and remove DIR
+#   scripts/opensearch.sh install     fetch and unpack the distribution and the plugin only (scripts/test.sh)
 #
 # The distribution (Maven org.opensearch.distribution.integ-test-zip:opensearch:3.5.0:zip, no bundled JDK)
 # and the k-NN plugin (org.opensearch.plugin:opensearch-knn:3.5.0.0:zip) come through Maven (cached in
 # ~/.m2) and are unpacked once into $OPENSEARCH_INSTALL (default /var/tmp/densewire-opensearch-3.5.0).
 # The k-NN zip carries no native libraries: only the lucene engine works (a faiss or nmslib index stops
-# the node). The JDK (>= 21): $OPENSEARCH_JAVA_HOME, $JAVA_HOME or the newest under /usr/lib/jvm.
+# the node). The JDK (>= 21): $OPENSEARCH_JAVA_HOME, $ES_JAVA_HOME, $JAVA_HOME or the newest under /usr/lib/jvm.
 # OpenSearch refuses to run as root: as root the node runs as 'nobody'. No security plugin (a test node);
 # the heap is $OPENSEARCH_HEAP (default 512m).
 set -euo pipefail
-cmd=${1:?usage: $0 start|stop DIR}
-dir=${2:?usage: $0 start|stop DIR}
+cmd=${1:?usage: $0 start|stop DIR, or install}
+dir=${2:-}
+[ "$cmd" = install ] || [ -n "$dir" ] || { echo "usage: $0 start|stop DIR, or install" >&2; exit 2; }
 version=3.5.0
 install=${OPENSEARCH_INSTALL:-/var/tmp/densewire-opensearch-$version}
 as=()
@@ -23,7 +25,7 @@ as=()
 
 java_home() {  # the first JDK >= 21 among the candidates
   local c v
-  for c in "${OPENSEARCH_JAVA_HOME:-}" "${JAVA_HOME:-}" $(ls -d /usr/lib/jvm/*/ 2>/dev/null | sort -rV); do
+  for c in "${OPENSEARCH_JAVA_HOME:-}" "${ES_JAVA_HOME:-}" "${JAVA_HOME:-}" $(ls -d /usr/lib/jvm/*/ 2>/dev/null | sort -rV); do
     [ -n "$c" ] && [ -x "$c/bin/java" ] || continue
     v=$("$c/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
     [ "${v%%.*}" -ge 21 ] 2>/dev/null && { echo "${c%/}"; return; }
@@ -50,6 +52,10 @@ ensure_install() {
 }
 
 case "$cmd" in
+  install)
+    ensure_install "$(java_home)"
+    echo "OpenSearch $version with k-NN in $install"
+    ;;
   start)
     jdk=$(java_home)
     ensure_install "$jdk"
