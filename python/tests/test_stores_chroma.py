@@ -53,7 +53,8 @@ def test_blocks_read_back_bit_for_bit_and_a_retried_block_replaces(chroma_server
     sink.check(D)
     sink._batch = 200  # several requests a block (the server's own limit is thousands)
     assert sink.write(_table(range(450), a[:450]), block="b0") == 450
-    assert sink.write(_table(range(450, 900), a[450:]), block="b1") == 450
+    two_chunks = pa.concat_tables([_table(range(450, 851), a[450:851]), _table(range(851, 900), a[851:])])
+    assert sink.write(two_chunks, block="b1") == 450  # a piece of 401 rows cut at 200: ids and rows stay together
     assert sink.write(_table(range(450), a[:450]), block="b0") == 450  # again: upserted over itself
     docs = _read(chroma_server.url, "chroma_sink")
     assert sorted(map(int, docs)) == list(range(900))
@@ -77,6 +78,10 @@ def test_wrong_dimension_and_missing_collection_are_clear_errors(chroma_server) 
     with pytest.raises(BatchError, match=r"nan .*emb\[1\]\[3\]"):
         ChromaSink(chroma_server.url, collection="chroma_dims", column="emb", id_column="id").write(
             _table([5, 6], bad), block="b2")
+    with pytest.raises(BatchError, match="Expected a name containing 3-512 characters") as info:
+        ChromaSink(chroma_server.url, collection="c", column="emb", id_column="id", create_collection=True).write(
+            _table([1], _vectors(1, 6)), block="b3")
+    assert info.value.category == "invalid_field"
     assert sorted(_read(chroma_server.url, "chroma_dims")) == ["1"]
 
 

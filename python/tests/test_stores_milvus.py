@@ -67,7 +67,8 @@ def test_blocks_read_back_bit_for_bit_and_a_retried_block_replaces(milvus_server
     sink = MilvusSink(milvus_server.url, collection=name, column="emb", id_column="id", create_collection=True,
                       max_rows=128)  # several requests a block
     assert sink.write(_table(range(300), a[:300]), block="b0") == 300
-    assert sink.write(_table(range(300, 600), a[300:]), block="b1") == 300
+    two_chunks = pa.concat_tables([_table(range(300, 501), a[300:501]), _table(range(501, 600), a[501:])])
+    assert sink.write(two_chunks, block="b1") == 300  # a piece of 201 rows cut at 128: ids and rows stay together
     assert sink.write(_table(range(300), a[:300]), block="b0") == 300  # again: upserted over itself
     sink.close()
     ids, got = _read(milvus_server.url, name, dtype)

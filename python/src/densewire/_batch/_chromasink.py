@@ -55,7 +55,11 @@ class ChromaSink:
         except ChromaCollectionError as exc:
             raise BatchError(str(exc), category="shape_mismatch" if "dimensions for" in str(exc) else "invalid_field",
                              column=self.column, block=block) from None
-        except (StoreHttpError, OSError) as exc:
+        except StoreHttpError as exc:  # Chroma's answer: a bad name, a tenant or database that is not there
+            category = "invalid_field" if 400 <= exc.status < 500 else "unavailable"
+            raise BatchError(f"Chroma at {server.base}: {exc}", category=category, column=self.column,
+                             block=block) from None
+        except OSError as exc:
             raise BatchError(f"Chroma at {server.base}: {exc}", category="unavailable", block=block) from exc
         self._dims = dims
 
@@ -75,7 +79,8 @@ class ChromaSink:
             for row0, a in pieces:
                 a = float32_rows(a, self.column, row0)
                 for lo in range(0, len(a), self._batch):
-                    bodies.append(upsert_body(ids[row0 + lo:row0 + lo + self._batch], a[lo:lo + self._batch]))
+                    hi = min(lo + self._batch, len(a))  # within this piece: the ids after it are the next piece's
+                    bodies.append(upsert_body(ids[row0 + lo:row0 + hi], a[lo:hi]))
         except ValueError as exc:  # a non-finite value, an integer dtype
             raise BatchError(str(exc), category=getattr(exc, "category", "invalid_field"), column=self.column,
                              block=block) from exc

@@ -93,7 +93,7 @@ class MilvusSink:
                     if vt != "FLOAT_VECTOR":  # float32 into a float16 / bfloat16 field: Milvus keeps those bits
                         a = a.astype(np.float16) if vt == "FLOAT16_VECTOR" else _bfloat16(a)
                 for lo in range(0, len(a), self.max_rows):
-                    hi = lo + self.max_rows
+                    hi = min(lo + self.max_rows, len(a))  # within this piece: the ids after it are the next one's
                     requests.append(upsert_request(self.collection, self.id_column, ids[row0 + lo:row0 + hi],
                                                    self.column, a[lo:hi], vt, it))
         except ValueError as exc:

@@ -44,7 +44,10 @@ class OpenSearchSink(EsBulkSink):
         except KnnIndexError as exc:
             raise BatchError(str(exc), category="shape_mismatch" if "dimensions for" in str(exc) else "invalid_field",
                              column=self.field, block=block) from None
-        except (StoreHttpError, OSError) as exc:
+        except StoreHttpError as exc:  # OpenSearch's answer: a bad index name, a mapping it refused
+            category = "invalid_field" if 400 <= exc.status < 500 else "unavailable"
+            raise BatchError(f"OpenSearch: {exc}", category=category, column=self.field, block=block) from None
+        except OSError as exc:
             raise BatchError(f"OpenSearch at {self.path_or_url}: {exc}", category="unavailable", block=block) from exc
         self._checked = dims
         return what
