@@ -89,7 +89,7 @@ def bench_opensearch(table: pa.Table, d: int, n_rounds: int, client_rows: pa.Tab
 
         def theirs_end_to_end() -> None:
             index = fresh("os_theirs")
-            client.indices.create(index, body=knn_index_body("emb", d))
+            client.indices.create(index=index, body=knn_index_body("emb", d))
             actions = ({"_index": index, "_id": str(r["id"]), "emb": r["emb"]} for r in table.to_pylist())
             helpers.bulk(client, actions, chunk_size=500, refresh=True)
 
