@@ -184,8 +184,8 @@ def bench_milvus(table: pa.Table, d: int, n_rounds: int) -> dict:
             client.create_collection(name, dimension=d, primary_field_name="id", vector_field_name="emb",
                                      id_type="int", metric_type="L2", auto_id=False)
             rows = [{"id": r["id"], "emb": r["emb"]} for r in table.to_pylist()]
-            for lo in range(0, len(rows), 10_000):
-                client.upsert(name, rows[lo:lo + 10_000])
+            for lo in range(0, len(rows), 2_000):  # as many rows a request as MilvusSink's max_rows
+                client.upsert(name, rows[lo:lo + 2_000])
 
         def ours() -> None:
             sink = MilvusSink(server.url, collection=fresh("mv_ours"), column="emb", id_column="id",

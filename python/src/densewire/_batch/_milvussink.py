@@ -35,7 +35,7 @@ class MilvusSink:
     returns the rows upserted."""
 
     def __init__(self, uri: str, *, collection: str, column: str, id_column: str, create_collection: bool = False,
-                 metric: str = "L2", token: str | None = None, db_name: str = "", max_rows: int = 10_000,
+                 metric: str = "L2", token: str | None = None, db_name: str = "", max_rows: int = 2_000,
                  retries: int = 2, timeout: float = 120.0) -> None:
         self.uri, self.collection, self.column, self.id_column = uri, collection, column, id_column
         self.create_collection, self.metric, self.token, self.db_name = create_collection, metric, token, db_name
