@@ -40,6 +40,12 @@ def is_store(to: str) -> bool:
 
 
 def add_store_options(p: argparse.ArgumentParser) -> None:
+    p.epilog = ("Vector stores: opensearch+http(s)://[USER:PASSWORD@]HOST:9200 --index NAME [--field F] (a k-NN index; "
+                "JSON float arrays); lancedb:PATH --table NAME --column C (the Arrow vectors as they are, merged by "
+                "id); chroma+http(s)://HOST:8000 --collection NAME (Base64 little-endian float32 upserts); "
+                "milvus+http(s)://HOST:19530 --collection NAME [--field F] (binary float32/float16 upserts). "
+                "Each writes by id (a rerun replaces), checks the target's dimension first, and makes a missing "
+                "target with --create-index.")
     g = p.add_argument_group("OpenSearch, LanceDB, Chroma, Milvus")
     g.add_argument("--create-index", action="store_true",
                    help="make the index / table / collection when it is missing (with the data's dimension)")
