@@ -5,7 +5,9 @@
 #   scripts/elasticsearch.sh start DIR [--secure]
 #       start a node with its config, data and logs in DIR, on 127.0.0.1 on a free port (the same port
 #       again when DIR already holds a node that was stopped or killed: its data is kept), single node,
-#       security off, a 512 MB heap (ES_HEAP to change); wait for green; print the URL.
+#       security off, a 512 MB heap (ES_HEAP to change); wait until every primary shard is started
+#       (status yellow and none initializing: a single node never assigns replicas, so an index with the
+#       default number_of_replicas 1 keeps it yellow; a fresh node is green); print the URL.
 #       --secure: security on, HTTPS with a CA made for this node (DIR/ca.crt), the 'elastic' user's
 #       password ES_PASSWORD (default densewire-test); prints https://127.0.0.1:PORT
 #   scripts/elasticsearch.sh stop DIR     stop it (SIGTERM, then SIGKILL) and remove DIR
@@ -138,13 +140,13 @@ start() {
   local url="$scheme://127.0.0.1:$port" auth=() i
   [ "$scheme" = https ] && auth=(--cacert "$dir/ca.crt" -u "elastic:${ES_PASSWORD:-densewire-test}")
   for i in $(seq 1 600); do
-    if curl -fsS "${auth[@]}" "$url/_cluster/health?wait_for_status=green&timeout=1s" >/dev/null 2>&1; then
+    if curl -fsS "${auth[@]}" "$url/_cluster/health?wait_for_status=yellow&wait_for_no_initializing_shards=true&timeout=1s" >/dev/null 2>&1; then
       echo "$url"; return 0
     fi
     [ -f "$dir/pid" ] && ! kill -0 "$(cat "$dir/pid")" 2>/dev/null && break
     sleep 0.1
   done
-  echo "elasticsearch: the node at $url did not become green; its log:" >&2
+  echo "elasticsearch: the node at $url did not start its shards; its log:" >&2
   tail -n 40 "$dir/logs/densewire.log" >&2 2>/dev/null
   exit 1
 }

@@ -16,9 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from server_support import REPO
 
-__all__ = ["EsNode", "SCRIPT", "ES_URL_ENV"]
+__all__ = ["EsNode", "SCRIPT", "ES_URL_ENV", "es_docs"]
 
 SCRIPT = REPO / "scripts" / "elasticsearch.sh"
 #: set it to the URL of a running node (security off) to use that one instead of starting one
@@ -75,3 +76,23 @@ class EsNode:
     def session(cls) -> "EsNode":
         url = os.environ.get(ES_URL_ENV)
         return cls(url=url.rstrip("/")) if url else cls().start()
+
+
+def es_docs(url: str, index: str, field: str, **client: object) -> dict[str, np.ndarray]:
+    """Every document of ``index`` (refreshed first): ``_id`` -> its ``field`` as float32 (the values the
+    node holds: ``_source`` with ``exclude_vectors: false``, since 9.2 drops vectors from it by default)."""
+    import httpx
+
+    with httpx.Client(base_url=url, timeout=60, **client) as c:
+        c.post(f"/{index}/_refresh").raise_for_status()
+        out: dict[str, np.ndarray] = {}
+        answer = c.post(f"/{index}/_search?scroll=1m", json={
+            "size": 5000, "sort": ["_doc"], "_source": {"includes": [field], "exclude_vectors": False}}).json()
+        while answer["hits"]["hits"]:
+            for hit in answer["hits"]["hits"]:
+                assert hit["_id"] not in out, f"id {hit['_id']} twice"
+                out[hit["_id"]] = np.asarray(hit["_source"][field], np.float32)
+            answer = c.post("/_search/scroll", json={"scroll": "1m", "scroll_id": answer["_scroll_id"]}).json()
+        c.request("DELETE", "/_search/scroll", json={"scroll_id": answer["_scroll_id"]})
+        assert c.get(f"/{index}/_count").json()["count"] == len(out)
+        return out

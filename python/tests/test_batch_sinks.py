@@ -1,7 +1,8 @@
 """densewire.batch's sinks: PgvectorSink against a real PostgreSQL with pgvector (one transaction a block,
 each row exactly once by id, checks before anything is written), EsBulkSink to files (real) and to a
-``_bulk`` URL (a loopback HTTP server that records the bodies and answers as Elasticsearch does:
-Elasticsearch itself is not installable here, from Debian or PyPI)."""
+``_bulk`` URL: a loopback HTTP server that records the bodies and answers as Elasticsearch does, for
+the faults a real node does not make on demand (whole requests answered 429, items rejected with 429
+inside a 200 answer); the real node's tests are test_es_destination.py."""
 
 from __future__ import annotations
 
@@ -146,13 +147,29 @@ def test_es_files_one_per_block_written_atomically(tmp_path: Path) -> None:
 
 
 class _Bulk(http.server.BaseHTTPRequestHandler):
-    """POST /_bulk, recorded; the first ``busy`` requests answer 429; ids in ``refuse`` come back as item
-    errors, as Elasticsearch reports a document it refused (HTTP 200, "errors": true)."""
+    """GET /docs/_mapping (a dense_vector of D dims); POST /_bulk, recorded; the first ``busy`` requests
+    answer 429; ids in ``refuse`` come back as item errors, as Elasticsearch reports a document it
+    refused (HTTP 200, "errors": true); ids in ``reject`` are rejected once with 429 inside the answer,
+    as a node with a full write queue does."""
 
     bodies: list[bytes] = []
     busy = 0
     refuse: set[str] = set()
+    reject: set[str] = set()
     seen: set[str] = set()
+
+    def do_GET(self) -> None:  # noqa: N802
+        assert self.path == "/docs/_mapping"
+        field = {"type": "dense_vector", "dims": D, "index": True, "similarity": "cosine"}
+        self._answer({"docs": {"mappings": {"properties": {"embedding": field}}}})
+
+    def _answer(self, doc: dict) -> None:
+        answer = json.dumps(doc).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
 
     def do_POST(self) -> None:  # noqa: N802
         body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -172,16 +189,15 @@ class _Bulk(http.server.BaseHTTPRequestHandler):
             if _id in cls.refuse:
                 items.append({"index": {"_id": _id, "status": 400, "error": {"type": "document_parsing_exception",
                                                                             "reason": "bad vector"}}})
+            elif _id in cls.reject:
+                cls.reject.discard(_id)
+                items.append({"index": {"_id": _id, "status": 429, "error": {
+                    "type": "es_rejected_execution_exception", "reason": "rejected execution of coordinating operation"}}})
             else:
                 items.append({"index": {"_id": _id, "status": 200 if _id in cls.seen else 201,
                                         "result": "updated" if _id in cls.seen else "created"}})
                 cls.seen.add(_id)
-        answer = json.dumps({"took": 1, "errors": any("error" in i["index"] for i in items), "items": items}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
+        self._answer({"took": 1, "errors": any("error" in i["index"] for i in items), "items": items})
 
     def log_message(self, *args) -> None:
         pass
@@ -189,7 +205,7 @@ class _Bulk(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def bulk_server():
-    _Bulk.bodies, _Bulk.busy, _Bulk.refuse, _Bulk.seen = [], 0, set(), set()
+    _Bulk.bodies, _Bulk.busy, _Bulk.refuse, _Bulk.reject, _Bulk.seen = [], 0, set(), set(), set()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Bulk)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -209,6 +225,28 @@ def test_es_url_posts_bulk_with_ids_and_counts_created(bulk_server) -> None:
     assert list(docs) == [str(i) for i in range(40)] and np.array_equal(np.stack(list(docs.values())), _vectors(block))
     _Bulk.busy = 2  # 429 twice, then taken: retried as the client retries
     assert sink.write(block, block="b0") == 0  # replaced, not created again
+
+
+def test_es_url_items_rejected_with_429_are_sent_again_alone(bulk_server) -> None:
+    """A 200 bulk answer whose items 3 and 8 are es_rejected_execution_exception (429): those two, and only
+    they, are sent again (SPEC.md 18's schedule); the accepted ones are not re-sent."""
+    _Bulk.reject = {"3", "8"}
+    sink = EsBulkSink(bulk_server, index="docs", field="embedding", id_column="id")
+    block = _block(range(10))
+    assert sink.write(block, block="b0") == 10
+    first, again = _Bulk.bodies
+    assert list(_decode_bulk(first)) == [str(i) for i in range(10)]
+    assert list(_decode_bulk(again)) == ["3", "8"]
+    assert np.array_equal(np.stack(list(_decode_bulk(again).values())), _vectors(block)[[3, 8]])
+
+
+def test_es_url_items_still_rejected_after_the_retries_are_rate_limited(bulk_server) -> None:
+    _Bulk.reject = {"4"}
+    with pytest.raises(BatchError) as info:
+        EsBulkSink(bulk_server, index="docs", field="embedding", id_column="id", retries=0).write(
+            _block(range(6)), block="b2")
+    assert info.value.category == "rate_limited" and info.value.row_id == "4" and info.value.block == "b2"
+    assert "es_rejected_execution_exception" in str(info.value)
 
 
 def test_es_url_refused_document_names_its_id_and_block(bulk_server) -> None:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import numpy as np
 import psycopg
 import pyarrow as pa
@@ -131,6 +132,23 @@ def test_embed_on_both_nodes_then_write_pgvector_and_es(cluster, hash_fleet, pgv
     assert sorted(ids) == list(range(N))
 
 
+def test_write_es_bulk_into_the_real_node(cluster, hash_fleet, es_node) -> None:
+    """write_es_bulk to the session's Elasticsearch: the index created on the driver, every id once, the
+    vectors bit for bit; the job run again replaces the documents (none added)."""
+    from es_support import es_docs
+
+    n, index = 400, "dw_ray"
+    httpx.delete(f"{es_node.url}/{index}?ignore_unavailable=true", timeout=60)
+    ds = dwray.embed(_dataset(n, 100), url=[s.url for s in hash_fleet], batch_size=100, id_column="id").materialize()
+    options = {"create_index": True, "index_type": "flat", "similarity": "l2_norm"}
+    assert dwray.write_es_bulk(ds, es_node.url, index=index, field="embedding", id_column="id", **options) == n
+    docs = es_docs(es_node.url, index, "embedding")
+    assert sorted(map(int, docs)) == list(range(n))
+    assert np.array_equal(np.stack([docs[str(i)] for i in range(n)]), _client(hash_fleet[0].url, TEXTS[:n]))
+    assert dwray.write_es_bulk(ds, es_node.url, index=index, field="embedding", id_column="id") == n
+    assert len(es_docs(es_node.url, index, "embedding")) == n
+
+
 def _die_once(batch: pa.Table, marker: str, at_id: int) -> pa.Table:
     """SIGKILL this process the first time it sees ``at_id`` (the marker file says it happened)."""
     if at_id in batch.column("id").to_pylist() and not os.path.exists(marker):
@@ -237,9 +255,10 @@ def test_a_bad_block_fails_the_job_naming_the_block(cluster, hash_fleet, pgvecto
     assert "no connection to the database after 3 attempts" in str(info.value)
 
 
-def test_the_readme_ray_example_runs_as_written(cluster, pgvector_db, tmp_path) -> None:
+def test_the_readme_ray_example_runs_as_written(cluster, pgvector_db, es_node, tmp_path) -> None:
     """README.md's ```python ray block, in a new Python process joining the cluster by RAY_ADDRESS, with
-    two hash:384 replicas for its two URLs and the test database for its conninfo."""
+    two hash:384 replicas for its two URLs, the test database for its conninfo and the session's
+    Elasticsearch for its node."""
     readme = (REPO / "README.md").read_text()
     blocks = re.findall(r"```python ray\n(.*?)```", readme, re.S)
     assert len(blocks) == 1
@@ -248,7 +267,8 @@ def test_the_readme_ray_example_runs_as_written(cluster, pgvector_db, tmp_path) 
         for s in servers:
             s.start()
         code = (blocks[0].replace("http://10.0.0.11:8000", servers[0].url).replace("http://10.0.0.12:8000", servers[1].url)
-                .replace("postgresql://localhost/app", pgvector_db.url))
+                .replace("postgresql://localhost/app", pgvector_db.url).replace("http://localhost:9200", es_node.url))
+        httpx.delete(f"{es_node.url}/docs?ignore_unavailable=true", timeout=60)
         with psycopg.connect(pgvector_db.url, autocommit=True) as conn:  # rows of an earlier run stay as they are
             conn.execute("DROP TABLE IF EXISTS docs")
             conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, embedding vector(384))")
@@ -265,6 +285,9 @@ def test_the_readme_ray_example_runs_as_written(cluster, pgvector_db, tmp_path) 
     assert zero[0] == 100  # the rows already there were kept, not inserted again
     files = list((tmp_path / "bulk").iterdir())  # the relative folder, resolved on the driver
     assert sum(f.read_bytes().count(b'"_index":"docs"') for f in files) == 2_000
+    from es_support import es_docs
+
+    assert sorted(map(int, es_docs(es_node.url, "docs", "embedding"))) == list(range(2_000))
 
 
 def _store_count(block: str, services: dict[str, str], tmp_path: Path) -> int:

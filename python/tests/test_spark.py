@@ -13,6 +13,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+import httpx
 import numpy as np
 import psycopg
 import pyarrow as pa
@@ -287,6 +288,21 @@ def test_write_es_bulk_writes_one_file_a_block_with_packed_vectors(spark, hash_f
             seen[int(meta["_id"])] = np.frombuffer(packed, ">f4").astype(np.float32)
     assert sorted(seen) == list(range(N))
     assert np.array_equal(np.stack([seen[i] for i in range(N)]), _client_vectors(hash_fleet[0].url, _texts()))
+
+
+def test_write_es_bulk_into_the_real_node(spark, hash_fleet, es_node) -> None:
+    """write_es_bulk to the session's Elasticsearch: the index created on the driver (embed's column states
+    its dimension), every id once and the vectors bit for bit."""
+    from es_support import es_docs
+
+    index = "dw_spark"
+    httpx.delete(f"{es_node.url}/{index}?ignore_unavailable=true", timeout=60)
+    df = embed(_corpus(spark), url=[s.url for s in hash_fleet], id_column="id")
+    assert write_es_bulk(df, es_node.url, index=index, field="embedding", id_column="id", create_index=True,
+                         index_type="flat", similarity="l2_norm") == N
+    docs = es_docs(es_node.url, index, "embedding")
+    assert sorted(map(int, docs)) == list(range(N))
+    assert np.array_equal(np.stack([docs[str(i)] for i in range(N)]), _client_vectors(hash_fleet[0].url, _texts()))
 
 
 def test_the_readme_spark_example_runs_with_spark_submit(conn, pgvector_db, tmp_path) -> None:

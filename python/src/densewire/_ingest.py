@@ -1,5 +1,5 @@
-"""``densewire ingest SOURCE --to DEST``: vectors into PostgreSQL (pgvector, binary COPY) or into an
-Elasticsearch/OpenSearch bulk body.
+"""``densewire ingest SOURCE --to DEST``: vectors into PostgreSQL (pgvector, binary COPY), into
+Elasticsearch (``_bulk`` with packed vectors) or into an Elasticsearch/OpenSearch bulk body.
 
 SOURCE is a densewire body in any format (a file or ``-``, the format detected as ``densewire inspect``
 does), or with ``--embed URL`` a text file, one text a line, embedded on the way by a densewire server.
@@ -7,6 +7,13 @@ Row ``i`` of the source has the id ``--first-id + i`` (or the ``i``-th line of `
 go in blocks (``--block-rows``): one COPY and commit per block for PostgreSQL, so an interrupted run
 leaves whole blocks; ``--start-id``/``--end-id`` take an id range and ``--resume`` skips the ids the
 destination already holds (texts are embedded only for the rows that are still missing).
+
+An ``http(s)://HOST:9200`` destination is an Elasticsearch node: ``--index`` is checked before anything
+is sent (its ``--field`` a ``dense_vector`` of the data's dims and element type) or, missing, created
+with ``--create-index`` (``--similarity``, ``--index-type``); each block's ``_bulk`` answer is read item
+by item (429-rejected items sent again alone, a refused document an error naming its id); the ids are
+``_id``, so a rerun replaces rather than duplicates. ``--es-api-key`` (or ``DENSEWIRE_ES_API_KEY``),
+``https://user:password@host`` and ``--ca-file`` for a secured cluster.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -25,7 +33,8 @@ import numpy as np
 from ._client import Client
 from ._errors import InvalidFieldError
 from ._ingest_stores import add_store_options, ingest_store, is_store
-from ._stores._esbulk import VECTOR_FORMATS, bulk_lines
+from ._stores._es import INDEX_TYPES, SIMILARITIES, EsConnection, EsError, EsIndex, is_es_url
+from ._stores._esbulk import ELEMENT_TYPES, VECTOR_FORMATS, bulk_lines, element_type_of
 from ._optional import require
 from ._stores._pgvector import column_types, copy_vectors, progress_bar, quote_ident, quote_table
 from ._tensor import Tensor
@@ -184,7 +193,7 @@ def _with_present(keep, present: set | None):
     def both(ids: Any) -> np.ndarray:
         mask = keep(ids)
         if isinstance(ids, np.ndarray):
-            return mask & ~np.isin(ids, np.fromiter(present, np.int64, len(present)))
+            return mask & ~np.isin(ids, np.fromiter((p for p in present if isinstance(p, int)), np.int64))
         return mask & np.fromiter((str(i) not in present for i in ids), bool, len(ids))
     return both
 
@@ -234,18 +243,80 @@ def _ingest_bulk(args: argparse.Namespace, summary: Summary, path: str) -> None:
             out.close()
 
 
+def _ingest_es(args: argparse.Namespace, summary: Summary) -> None:
+    if not args.index:
+        raise SystemExit("densewire ingest: an Elasticsearch destination needs --index")
+    if args.resume and args.no_ids:
+        raise SystemExit("densewire ingest: --resume needs the ids (it skips those the index holds): drop --no-ids")
+    try:
+        conn = EsConnection(args.to, api_key=args.es_api_key or os.environ.get("DENSEWIRE_ES_API_KEY"),
+                            ca_file=args.ca_file)
+        target = EsIndex(conn, args.index, args.field)
+        mapping = target.field_mapping()
+        if mapping is None and not args.create_index:
+            raise EsError(f"index {args.index!r} does not exist: pass --create-index to create it with a "
+                          f"dense_vector field {args.field!r}", category="not_found", field="--index")
+        present = _numeric(target.ids()) if args.resume and mapping is not None else None
+        keep = _with_present(_range_filter(args), present)
+        update, close = progress_bar(None, args.progress)
+        prepared = False
+        try:
+            for vectors, ids, seen in source_blocks(args, keep):
+                if vectors is not None:
+                    if not prepared:  # the mapping checked (or the index created) before the first request
+                        dims = vectors.d
+                        if args.dims is not None and args.dims != dims:
+                            raise EsError(f"--dims {args.dims}, but the vectors have {dims}",
+                                          category="shape_mismatch", field="--dims")
+                        summary.destination = target.prepare(
+                            dims=dims, element_type=args.element_type, data_element_type=element_type_of(vectors.dtype),
+                            create=args.create_index, similarity=args.similarity, index_type=args.index_type)
+                        prepared = True
+                    rows = max(1, (8 << 20) // (vectors.d * 6 + 64))  # bulk requests of about 8 MB
+                    for chunk in bulk_lines(vectors, index=args.index, field=args.field,
+                                            ids=None if args.no_ids else ids,
+                                            vector_format=args.vector_format, element_type=target.element_type,
+                                            rows_per_chunk=rows):
+                        target.bulk(chunk)
+                        summary.bytes += len(chunk)
+                    summary.rows += vectors.n
+                summary.skipped += seen - (0 if vectors is None else vectors.n)
+                update(seen)
+        finally:
+            close()
+        if prepared:
+            target.refresh()  # searchable when the command returns
+        if not summary.destination:
+            summary.destination = f"index {args.index!r} (nothing to write)"
+    except EsError as exc:
+        where = f" (document id {exc.row_id})" if exc.row_id is not None else ""
+        raise SystemExit(f"densewire ingest: Elasticsearch: {exc}{where}; the blocks sent before are written "
+                         f"whole, rerun with --resume to go on" if summary.rows else
+                         f"densewire ingest: Elasticsearch: {exc}{where}") from None
+    except ValueError as exc:  # densewire's own checks of the vectors (non-finite, a dtype the field cannot take)
+        raise SystemExit(f"densewire ingest: {exc}") from None
+
+
+def _numeric(ids: set[str]) -> set:
+    """Ids as the source's ints where they are integer text (the --first-id/--ids numbering)."""
+    return {int(i) if i.lstrip("-").isdigit() else i for i in ids}
+
+
 def run_ingest(args: argparse.Namespace) -> int:
     summary = Summary()
     start = time.perf_counter()
     if args.to.startswith(("postgresql://", "postgres://")):
         _ingest_postgres(args, summary)
+    elif is_es_url(args.to):
+        _ingest_es(args, summary)
     elif args.to.startswith("es-bulk:"):
         _ingest_bulk(args, summary, args.to[len("es-bulk:"):] or "-")
     elif is_store(args.to):
         ingest_store(args, summary, source_blocks(args, _range_filter(args)), progress_bar(None, args.progress))
     else:
-        raise SystemExit(f"densewire ingest: --to must be postgresql://..., es-bulk:FILE (es-bulk:- for standard "
-                         f"output), opensearch+http(s)://..., lancedb:PATH, chroma+http(s)://..., milvus+http(s)://..., not {args.to!r}")
+        raise SystemExit(f"densewire ingest: --to must be postgresql://..., http(s)://HOST:9200 (Elasticsearch), "
+                         f"es-bulk:FILE (es-bulk:- for standard output), opensearch+http(s)://..., lancedb:PATH, "
+                         f"chroma+http(s)://... or milvus+http(s)://..., not {args.to!r}")
     summary.seconds = time.perf_counter() - start
     if not args.quiet:
         print(summary.line(), file=sys.stderr)
@@ -254,14 +325,15 @@ def run_ingest(args: argparse.Namespace) -> int:
 
 def add_ingest_command(sub: Any, add_input_options, load_input) -> None:
     """The ``ingest`` verb, with the CLI's input options and its input loader (format detection)."""
-    p = sub.add_parser("ingest", help="load vectors into PostgreSQL/pgvector (binary COPY) or an Elasticsearch/"
-                                      "OpenSearch bulk body",
+    p = sub.add_parser("ingest", help="load vectors into PostgreSQL/pgvector (binary COPY), Elasticsearch (_bulk "
+                                      "with packed vectors) or an Elasticsearch/OpenSearch bulk body",
                        description=__doc__.split("\n\n")[0].replace("``", ""))
     add_input_options(p)
     p.add_argument("--to", required=True, metavar="DEST",
-                   help="postgresql://USER@HOST/DB; es-bulk:FILE (es-bulk:- for standard output); "
-                        "opensearch+http(s)://[USER:PASSWORD@]HOST:9200 (with --index); lancedb:PATH (with --table, "
-                        "--column); chroma+http(s)://HOST:8000 (with --collection); milvus+http(s)://HOST:19530 (with "
+                   help="postgresql://USER@HOST/DB, http(s)://[USER:PASSWORD@]HOST:9200 (Elasticsearch), "
+                        "es-bulk:FILE (es-bulk:- for standard output), or a vector store: "
+                        "opensearch+http(s)://[USER:PASSWORD@]HOST:9200 (with --index), lancedb:PATH (with --table, "
+                        "--column), chroma+http(s)://HOST:8000 (with --collection), milvus+http(s)://HOST:19530 (with "
                         "--collection, --field)")
     p.add_argument("--embed", metavar="URL", help="SOURCE is a text file, one text a line, embedded by the densewire "
                                                   "server at URL")
@@ -280,6 +352,20 @@ def add_ingest_command(sub: Any, add_input_options, load_input) -> None:
                    help="base64: packed big-endian float32 (Elasticsearch 9.3+, default); floats: JSON numbers "
                         "(older Elasticsearch, OpenSearch)")
     g.add_argument("--no-ids", action="store_true", help="write no _id (Elasticsearch chooses them)")
+    g = p.add_argument_group("Elasticsearch (--to http(s)://HOST:9200)")
+    g.add_argument("--create-index", action="store_true",
+                   help="create the index (or the field) when missing, with a dense_vector mapping; for "
+                        "OpenSearch, LanceDB, Chroma, Milvus: the index, table or collection")
+    g.add_argument("--dims", type=int, help="the field's dims (default: the data's; must match it)")
+    g.add_argument("--similarity", choices=SIMILARITIES, help="--create-index: the similarity (ES default cosine)")
+    g.add_argument("--index-type", choices=INDEX_TYPES, help="--create-index: index_options.type (ES default "
+                                                             "bbq_hnsw for 384+ dims, else int8_hnsw)")
+    g.add_argument("--element-type", choices=ELEMENT_TYPES,
+                   help="the field's element type (default: the existing field's, else from the data: int8 byte, "
+                        "binary bit, bfloat16 bfloat16, others float)")
+    g.add_argument("--es-api-key", metavar="KEY", help="an Elasticsearch API key (the encoded id:key; or "
+                                                        "DENSEWIRE_ES_API_KEY)")
+    g.add_argument("--ca-file", metavar="PEM", help="the CA certificate(s) to verify an https:// node with")
     add_store_options(p)
     g = p.add_argument_group("ids, ranges and resuming")
     g.add_argument("--ids", metavar="FILE", help="one id per line for the source's rows (default: row numbers)")

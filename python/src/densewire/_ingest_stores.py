@@ -46,9 +46,8 @@ def add_store_options(p: argparse.ArgumentParser) -> None:
                 "milvus+http(s)://HOST:19530 --collection NAME [--field F] (binary float32/float16 upserts). "
                 "Each writes by id (a rerun replaces), checks the target's dimension first, and makes a missing "
                 "target with --create-index.")
-    g = p.add_argument_group("OpenSearch, LanceDB, Chroma, Milvus")
-    g.add_argument("--create-index", action="store_true",
-                   help="make the index / table / collection when it is missing (with the data's dimension)")
+    g = p.add_argument_group("OpenSearch, LanceDB, Chroma, Milvus (--create-index makes the index, table or "
+                             "collection with the data's dimension)")
     g.add_argument("--space-type", default="l2", help="--create-index: the distance, as the store names it "
                    "(OpenSearch l2, cosinesimil, innerproduct; Chroma l2, cosine, ip; Milvus L2, COSINE, IP; "
                    "default l2 / L2)")

@@ -166,6 +166,21 @@ class EsBulkDatasink(_BlockSink):
         super().__init__(EsBulkSink(path_or_url, index=index, field=field, id_column=id_column, **options),
                          rows_per_write)
 
+    def on_write_start(self, schema: pa.Schema | None = None) -> None:
+        """With a URL and a fixed-size list vector column: the index's mapping checked (or the index created,
+        ``create_index=True``) on the driver before any write task starts."""
+        if not self.sink.is_url or schema is None or self.sink.field not in schema.names:
+            return
+        typ = schema.field(self.sink.field).type
+        typ = getattr(typ, "storage_type", typ)
+        if pa.types.is_fixed_size_list(typ):
+            dtype = _ARROW_DTYPES.get(str(typ.value_type), "float32")
+            self.sink.target(typ.list_size * (8 if dtype == "binary" else 1), dtype)
+
+
+#: an Arrow vector value type -> the densewire dtype EsBulkSink reads it as (uint8: packed bits)
+_ARROW_DTYPES = {"float": "float32", "halffloat": "float16", "double": "float64", "int8": "int8", "uint8": "binary"}
+
 
 def write_pgvector(ds: "ray.data.Dataset", conninfo: str, *, table: str, column: str, id_column: str,
                    concurrency: int | None = None, rows_per_write: int | None = None,
@@ -185,7 +200,8 @@ def write_es_bulk(ds: "ray.data.Dataset", path_or_url: str, *, index: str, field
     """Write ``ds`` as Elasticsearch ``_bulk`` requests with packed vectors: to ``<url>/_bulk`` with the
     ids as ``_id`` (retried blocks replace their documents), or one ``<block>.ndjson`` file a block in
     the folder ``path_or_url`` (written atomically). ``options``: :class:`densewire.batch.EsBulkSink`'s
-    (``vector_format``, ``max_bytes``, ``api_key``...). The rows written."""
+    (``create_index``, ``similarity``, ``index_type``, ``element_type``, ``api_key``, ``ca_file``,
+    ``vector_format``, ``max_bytes``...). The rows written."""
     sink = EsBulkDatasink(path_or_url, index=index, field=field, id_column=id_column, rows_per_write=rows_per_write,
                           **options)
     ds.write_datasink(sink, concurrency=concurrency, ray_remote_args=ray_remote_args)

@@ -7,29 +7,28 @@ The NDJSON lines are :func:`densewire._stores._esbulk.bulk_lines`' (big-endian f
 * A path (a folder): one file a block, ``<block>.ndjson``, written to a temporary name in the folder
   and renamed over it, so a block written again replaces its file whole and a reader never sees half
   of one (load them with ``curl -H 'Content-Type: application/x-ndjson' --data-binary @file``).
-* An ``http(s)://`` URL: ``POST <url>/_bulk`` with the lines, ``max_bytes`` at most a request, retried
-  on 429, 503 and connection errors (the client's :class:`RetryPolicy`); an item the store refused is a
-  :class:`BatchError` naming its id and the block.
+* An ``http(s)://`` URL (Elasticsearch, :mod:`densewire._stores._es`): the index's mapping is checked
+  before the first request of each worker (the field a ``dense_vector`` of the vectors' dims and element
+  type), or the index created with ``create_index=True`` (``similarity``, ``index_type``); then ``POST
+  <url>/_bulk`` with the lines, ``max_bytes`` at most a request, retried on 429, 503 and connection
+  errors (the client's :class:`RetryPolicy`), and items rejected with 429 inside a bulk answer sent again
+  alone; an item the store refused is a :class:`BatchError` naming its id, the block and the reason.
+  ``api_key``, basic auth (``https://user:password@host:9200``) and ``ca_file`` for TLS.
 """
 
 from __future__ import annotations
 
-import base64
-import http.client
 import os
 import re
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
 
-import orjson
+import numpy as np
 import pyarrow as pa
 
-from .._client._retry import RetryPolicy
-from .._stores._esbulk import VECTOR_FORMATS, bulk_lines
+from .._stores._es import EsConnection, EsError, EsIndex
+from .._stores._esbulk import ELEMENT_TYPES, VECTOR_FORMATS, bulk_lines, element_type_of
+from .._tensor import Tensor
 from ._columns import ids_of, vector_chunks
 from ._errors import BatchError
 
@@ -51,21 +50,45 @@ class EsBulkSink:
 
     def __init__(self, path_or_url: str, *, index: str, field: str, id_column: str, vector_format: str = "base64",
                  max_bytes: int = 32 << 20, timeout: float = 120.0, retries: int = 2,
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, ca_file: str | None = None, create_index: bool = False,
+                 similarity: str | None = None, index_type: str | None = None,
+                 element_type: str | None = None) -> None:
         if vector_format not in VECTOR_FORMATS:
             raise BatchError(f"vector_format must be one of {', '.join(VECTOR_FORMATS)}, not {vector_format!r}")
+        if element_type is not None and element_type not in ELEMENT_TYPES:
+            raise BatchError(f"element_type must be one of {', '.join(ELEMENT_TYPES)}, not {element_type!r}")
         self.path_or_url, self.index, self.field, self.id_column = str(path_or_url), index, field, id_column
         self.vector_format, self.max_bytes, self.timeout, self.retries = vector_format, max_bytes, timeout, retries
-        self.api_key = api_key
+        self.api_key, self.ca_file, self.create_index = api_key, ca_file, create_index
+        self.similarity, self.index_type, self.element_type = similarity, index_type, element_type
         self.is_url = self.path_or_url.lower().startswith(("http://", "https://"))
+        self._target: EsIndex | None = None  # the checked index, once per process (not pickled)
         if not self.is_url:  # resolved where the sink is made (the driver): workers run in other folders
             self.path_or_url = os.path.abspath(self.path_or_url)
 
-    def bodies(self, data: pa.Table | pa.RecordBatch, *, block: str) -> list[bytes]:
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_target"} | {"_target": None}
+
+    def target(self, dims: int, dtype: str) -> EsIndex:
+        """The index, its mapping checked (or created) for vectors of ``dims`` and ``dtype`` (once)."""
+        if self._target is None:
+            try:
+                conn = EsConnection(self.path_or_url, api_key=self.api_key, ca_file=self.ca_file,
+                                    timeout=self.timeout, retries=self.retries)
+                target = EsIndex(conn, self.index, self.field)
+                target.prepare(dims=dims, element_type=self.element_type, data_element_type=element_type_of(dtype),
+                               create=self.create_index, similarity=self.similarity, index_type=self.index_type)
+            except EsError as exc:
+                raise BatchError(exc.message, category=exc.category, column=self.field) from exc
+            self._target = target
+        return self._target
+
+    def bodies(self, data: pa.Table | pa.RecordBatch, *, block: str, element_type: str | None = None) -> list[bytes]:
         """The bulk request bodies of ``data`` (checked first: ids, vectors), each at most ``max_bytes``
         unless one row is larger."""
         ids = ids_of(data, self.id_column, block=block)
         pieces = vector_chunks(data, self.field, id_column=self.id_column, block=block)
+        element_type = element_type or self.element_type or "float"
         bodies: list[bytes] = []
         current: list[bytes] = []
         size = 0
@@ -73,8 +96,9 @@ class EsBulkSink:
             for row0, a in pieces:
                 chunk_ids = ids[row0:row0 + len(a)]
                 rows = max(1, min(1024, self.max_bytes // (a.shape[1] * 6 + 100 + len(str(ids[-1]))) if len(a) else 1))
-                for lines in bulk_lines(a, index=self.index, field=self.field, ids=chunk_ids,
-                                        vector_format=self.vector_format, rows_per_chunk=rows, row0=row0):
+                for lines in bulk_lines(_tensor(a, element_type), index=self.index, field=self.field, ids=chunk_ids,
+                                        vector_format=self.vector_format, rows_per_chunk=rows, row0=row0,
+                                        element_type=element_type):
                     for piece in _pieces(lines, self.max_bytes):
                         if current and size + len(piece) > self.max_bytes:
                             bodies.append(b"".join(current))
@@ -91,10 +115,20 @@ class EsBulkSink:
         return bodies
 
     def write(self, data: pa.Table | pa.RecordBatch, *, block: str) -> int:
-        bodies = self.bodies(data, block=block)
         if not self.is_url:
-            return self._write_file(bodies, data.num_rows, block)
-        return sum(self._post(body, block) for body in bodies)
+            return self._write_file(self.bodies(data, block=block), data.num_rows, block)
+        if data.num_rows == 0:
+            return 0
+        pieces = [a for _, a in vector_chunks(data, self.field, id_column=self.id_column, block=block) if len(a)]
+        t = _tensor(pieces[0], self.element_type or ("bit" if pieces[0].dtype == np.uint8 else "float"))
+        target = self.target(t.d, t.dtype)
+        created = 0
+        for body in self.bodies(data, block=block, element_type=target.element_type):
+            try:
+                created += target.bulk(body)
+            except EsError as exc:
+                raise BatchError(exc.message, category=exc.category, row_id=exc.row_id, block=block) from exc
+        return created
 
     def _write_file(self, bodies: list[bytes], rows: int, block: str) -> int:
         folder = Path(self.path_or_url)
@@ -116,35 +150,15 @@ class EsBulkSink:
             raise
         return rows
 
-    def _post(self, body: bytes, block: str) -> int:
-        url = self.path_or_url.rstrip("/") + "/_bulk"
-        headers = {"Content-Type": "application/x-ndjson", "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"ApiKey {self.api_key}"
-        elif (m := re.match(r"^(https?://)([^/@]+)@", self.path_or_url)):  # user:password@host
-            headers["Authorization"] = "Basic " + base64.b64encode(m.group(2).encode()).decode()
-            url = m.group(1) + url[len(m.group(0)):]
-        policy = RetryPolicy(self.retries)
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    answer = response.read()
-                return _created(answer, block)
-            except urllib.error.HTTPError as exc:
-                text = exc.read()[:500].decode("utf-8", "replace")
-                wait = policy.wait(attempt, status=exc.code, retry_after=exc.headers.get("Retry-After"))
-                if wait is None:  # not retried, the retries spent, or a Retry-After past a minute (SPEC.md 18.2)
-                    raise BatchError(f"POST {url} answered HTTP {exc.code}: {text}", category="internal_error",
-                                     block=block) from exc
-            except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError) as exc:
-                wait = policy.wait(attempt)
-                if wait is None:
-                    raise BatchError(f"POST {url} failed after {attempt} attempts: {exc}", category="unavailable",
-                                     block=block) from exc
-            time.sleep(wait)
+
+def _tensor(a: np.ndarray, element_type: str) -> Tensor:
+    """A block's (k, d) values as the Tensor the field's element type reads: uint8 bytes are packed bits
+    for a ``bit`` field (d * 8 dims), uint16 bfloat16 bits for a ``bfloat16`` one."""
+    if element_type == "bit" and a.dtype == np.uint8:
+        return Tensor(a, "binary", a.shape[1] * 8)
+    if element_type == "bfloat16" and a.dtype == np.uint16:
+        return Tensor(a, "bfloat16", a.shape[1])
+    return Tensor.from_array(a)
 
 
 def _pieces(lines: bytes, max_bytes: int) -> list[bytes]:
@@ -162,21 +176,3 @@ def _pieces(lines: bytes, max_bytes: int) -> list[bytes]:
         last = end
     out.append(lines[start:])
     return out
-
-
-def _created(answer: bytes, block: str) -> int:
-    """Documents created by a bulk answer; an item in error raises, naming its id."""
-    try:
-        result: dict[str, Any] = orjson.loads(answer)
-        items = result["items"]
-    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        raise BatchError(f"the _bulk answer is not a bulk response: {answer[:200]!r}", category="malformed",
-                         block=block) from exc
-    created = 0
-    for item in items:
-        (op, status), = item.items()
-        if "error" in status:
-            raise BatchError(f"the store refused the document: {orjson.dumps(status['error']).decode()}",
-                             category="internal_error", row_id=status.get("_id"), block=block)
-        created += status.get("result") == "created"
-    return created

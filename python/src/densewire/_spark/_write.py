@@ -124,11 +124,17 @@ def write_es_bulk(df: Any, path_or_url: str, *, index: str, field: str, id_colum
     packed vectors (the ids as ``_id``): to ``<url>/_bulk`` (``http(s)://``; a retried block replaces
     its documents), or one ``<block>.ndjson`` file a block in the folder ``path_or_url`` (on a file
     system every executor sees; a retried block replaces its file). ``options``:
-    :class:`densewire.batch.EsBulkSink`'s (``vector_format``, ``max_bytes``, ``api_key``...). Returns
-    the rows written."""
+    :class:`densewire.batch.EsBulkSink`'s (``create_index``, ``similarity``, ``index_type``,
+    ``element_type``, ``api_key``, ``ca_file``, ``vector_format``, ``max_bytes``...). With a URL and a
+    column whose metadata states its dimension (:func:`densewire.spark.embed`'s), the index's mapping is
+    checked (or the index created) on the driver before any task starts. Returns the rows written."""
     check_id_column(df, id_column)
-    check_vector_column(df, field)
+    vector_field = check_vector_column(df, field)
     sink = EsBulkSink(path_or_url, index=index, field=field, id_column=id_column, **options)
+    d = dimensions_of(vector_field)
+    if sink.is_url and d is not None:
+        element = type(vector_field.dataType.elementType).__name__
+        sink.target(d, {"ByteType": "int8", "DoubleType": "float64"}.get(element, "float32"))
     return _run(df, sink, (id_column, field), max_block_bytes, attempt_in_name=False)
 
 
