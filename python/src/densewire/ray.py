@@ -1,4 +1,5 @@
-"""Ray Data: embed a dataset on an actor pool, write it to pgvector or Elasticsearch block by block.
+"""Ray Data: embed a dataset on an actor pool, write it to a vector store block by block (pgvector,
+Elasticsearch, OpenSearch, LanceDB, Chroma, Milvus).
 
 >>> import densewire.ray as dwray                                         # doctest: +SKIP
 >>> ds = dwray.embed(ray.data.from_items(rows), url=["http://embed-1:8000", "http://embed-2:8000"])
@@ -12,7 +13,10 @@ with ``model=`` each actor loads the engine once, with as many threads as it was
 :class:`densewire.batch.PgvectorSink` and :class:`densewire.batch.EsBulkSink`: each block is one
 transaction (one binary COPY) whose rows are inserted exactly once by id, so write tasks that Ray
 retries after a worker died do not duplicate rows; a block that fails every attempt fails the job
-with a :class:`densewire.batch.BatchError` naming the block.
+with a :class:`densewire.batch.BatchError` naming the block. :func:`write_opensearch`,
+:func:`write_lancedb`, :func:`write_chroma` and :func:`write_milvus` are :class:`StoreDatasink` s over
+the store sinks of :mod:`densewire.batch`: each block written by id (replaced, merged or upserted), so a
+retried write task leaves each id once.
 """
 
 from __future__ import annotations

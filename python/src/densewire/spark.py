@@ -15,7 +15,8 @@ Elasticsearch partition by partition, on ``local[*]`` or a cluster (standalone, 
   each executor's Python workers;
 * :func:`write_pgvector`: binary COPY, one transaction a partition, each row exactly once by id when
   Spark retries a task; :func:`write_es_bulk`: ``_bulk`` bodies with packed vectors, to the API or
-  to one file a block;
+  to one file a block; :func:`write_opensearch`, :func:`write_lancedb`, :func:`write_chroma`,
+  :func:`write_milvus`: the store sinks of :mod:`densewire.batch`, each block written by id;
 * errors are :class:`~densewire.batch.BatchError` s naming the column, the row, its id and the
   partition (block); what the schema tells (a missing or non-string column, a table vector column of
   another dimension) is raised on the driver before any task runs.
