@@ -26,6 +26,8 @@ suite grpc-generated .venv/bin/python proto/generate.py --check
 if [ -x scripts/services.sh ]; then suite services bash scripts/services.sh install; fi
 # Elasticsearch 9.5.3 (Maven Central's integ-test zip, cached in ~/.m2): the Python tests start one node
 suite elasticsearch bash scripts/elasticsearch.sh install
+# OpenSearch 3.5 + k-NN (Maven Central's zips, unpacked once); Chroma and Milvus Lite come from the dev venv
+suite opensearch bash scripts/opensearch.sh install
 suite python .venv/bin/python -m pytest python/tests -q -p no:cacheprovider
 
 # The other languages' clients are also tested against the real server: one densewire serve

@@ -109,3 +109,40 @@ def es_node():
         yield node
     finally:
         node.stop()
+
+
+# -- issue 31: the vector stores users load from Ray and Spark, each started for real ----------------------
+@pytest.fixture(scope="session")
+def opensearch_node():
+    """A single-node OpenSearch 3.5 with the k-NN plugin (``.url``), started by scripts/opensearch.sh."""
+    from store_support import ScriptService
+
+    node = ScriptService("opensearch.sh").start()
+    try:
+        yield node
+    finally:
+        node.stop()
+
+
+@pytest.fixture(scope="session")
+def chroma_server():
+    """A Chroma 1.5 server (``.url``), ``chroma run`` started by scripts/chroma.sh."""
+    from store_support import ScriptService
+
+    server = ScriptService("chroma.sh").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def milvus_server():
+    """A Milvus Lite 2.5.1 server standalone on TCP (``.url``, pymilvus' uri), started by scripts/milvus.sh."""
+    from store_support import ScriptService
+
+    server = ScriptService("milvus.sh").start()
+    try:
+        yield server
+    finally:
+        server.stop()

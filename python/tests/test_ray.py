@@ -288,3 +288,46 @@ def test_the_readme_ray_example_runs_as_written(cluster, pgvector_db, es_node, t
     from es_support import es_docs
 
     assert sorted(map(int, es_docs(es_node.url, "docs", "embedding"))) == list(range(2_000))
+
+
+def _store_count(block: str, services: dict[str, str], tmp_path: Path) -> int:
+    """The documents the README job of ``block`` left in its store."""
+    from densewire._stores._http import request_json
+
+    if "write_opensearch" in block:
+        url = services["http://localhost:9200"]
+        request_json("POST", f"{url}/docs/_refresh")
+        return request_json("GET", f"{url}/docs/_count")["count"]
+    if "write_lancedb" in block:
+        import lancedb
+        return lancedb.connect(str(tmp_path / "lance")).open_table("docs").count_rows()
+    if "write_chroma" in block:
+        base = f"{services['http://localhost:8000']}/api/v2/tenants/default_tenant/databases/default_database/collections"
+        return request_json("GET", f"{base}/{request_json('GET', f'{base}/docs')['id']}/count")
+    from pymilvus import MilvusClient
+    client = MilvusClient(services["http://localhost:19530"])
+    try:
+        return client.query("docs", filter="id >= 0", output_fields=["count(*)"])[0]["count(*)"]
+    finally:
+        client.close()
+
+
+def test_the_readme_store_jobs_run_as_written(cluster, hash_fleet, opensearch_node, chroma_server, milvus_server,
+                                              tmp_path) -> None:
+    """README.md's ```python ray-store blocks (one job per store family), each in a new Python process
+    joining the cluster, against the session's OpenSearch, Chroma and Milvus (LanceDB in a folder): each
+    store then holds the 2,000 ids (a rerun's ids once: test_spark's store test and the sinks' own tests)."""
+    readme = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```python ray-store\n(.*?)```", readme, re.S)
+    assert [b for b in blocks if "write_opensearch" in b] and [b for b in blocks if "write_lancedb" in b]
+    assert [b for b in blocks if "write_chroma" in b] and [b for b in blocks if "write_milvus" in b]
+    services = {"http://10.0.0.11:8000": hash_fleet[0].url, "http://localhost:9200": opensearch_node.url,
+                "http://localhost:8000": chroma_server.url, "http://localhost:19530": milvus_server.url}
+    for block in blocks:
+        code = block
+        for old, new in services.items():
+            code = code.replace(old, new)
+        proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=600, env={**os.environ, "RAY_ADDRESS": cluster.address})
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        assert _store_count(block, services, tmp_path) == 2_000

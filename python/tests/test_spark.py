@@ -345,3 +345,51 @@ def test_the_readme_spark_example_runs_with_spark_submit(conn, pgvector_db, tmp_
     assert np.array_equal(vectors[100:], want)
     files = list((tmp_path / "bulk").iterdir())  # the relative folder, resolved on the driver
     assert len(files) == 4 and sum(f.read_bytes().count(b'"_index":"docs"') for f in files) == 2_000
+
+
+def test_the_store_writers_put_every_row_once_bit_for_bit_from_the_executors(spark, hash_fleet, opensearch_node,
+                                                                             chroma_server, milvus_server,
+                                                                             tmp_path) -> None:
+    """write_opensearch, write_lancedb, write_chroma and write_milvus from the cluster's executors into the
+    real stores, each twice (a rerun replaces by id): every id once, each vector the client's bit for bit."""
+    import lancedb
+    from pymilvus import MilvusClient
+
+    import densewire.spark as dwspark
+    from densewire._stores._http import request_json
+
+    df = embed(_corpus(spark), url=[s.url for s in hash_fleet], id_column="id").cache()
+    expected = _client_vectors(hash_fleet[0].url, _texts())
+    for _run in range(2):
+        assert dwspark.write_opensearch(df, opensearch_node.url, index="spark_docs", field="embedding", id_column="id",
+                                        create_index=True, refresh=True) == N
+        assert dwspark.write_lancedb(df, str(tmp_path / "lance"), table="docs", column="embedding", id_column="id",
+                                     create_table=True) == N
+        assert dwspark.write_chroma(df, chroma_server.url, collection="spark-docs", column="embedding",
+                                    id_column="id", create_collection=True) == N
+        assert dwspark.write_milvus(df, milvus_server.url, collection="spark_docs", column="embedding",
+                                    id_column="id", create_collection=True) == N
+
+    hits = request_json("GET", f"{opensearch_node.url}/spark_docs/_search?size=1000")["hits"]["hits"]
+    got = {int(h["_id"]): h["_source"]["embedding"] for h in hits}
+    assert sorted(got) == list(range(N)) and len(hits) == N
+    assert np.array_equal(np.array([got[i] for i in range(N)], np.float32), expected)
+
+    t = lancedb.connect(str(tmp_path / "lance")).open_table("docs").to_arrow().sort_by("id")
+    assert t.column("id").to_pylist() == list(range(N)) and np.array_equal(_vectors(t), expected)
+
+    base = f"{chroma_server.url}/api/v2/tenants/default_tenant/databases/default_database/collections"
+    cid = request_json("GET", f"{base}/spark-docs")["id"]
+    rows = request_json("POST", f"{base}/{cid}/get", {"include": ["embeddings"]})
+    got = dict(zip(map(int, rows["ids"]), rows["embeddings"]))
+    assert sorted(got) == list(range(N)) and len(rows["ids"]) == N
+    assert np.array_equal(np.array([got[i] for i in range(N)], np.float64).astype(np.float32), expected)
+
+    client = MilvusClient(milvus_server.url)
+    try:
+        rows = client.query("spark_docs", filter="id >= 0", output_fields=["id", "embedding"], limit=1000)
+    finally:
+        client.close()
+    got = {r["id"]: r["embedding"] for r in rows}
+    assert sorted(got) == list(range(N)) and len(rows) == N
+    assert np.array_equal(np.array([got[i] for i in range(N)], np.float32), expected)

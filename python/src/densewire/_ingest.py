@@ -32,6 +32,7 @@ import numpy as np
 
 from ._client import Client
 from ._errors import InvalidFieldError
+from ._ingest_stores import add_store_options, ingest_store, is_store
 from ._stores._es import INDEX_TYPES, SIMILARITIES, EsConnection, EsError, EsIndex, is_es_url
 from ._stores._esbulk import ELEMENT_TYPES, VECTOR_FORMATS, bulk_lines, element_type_of
 from ._optional import require
@@ -310,9 +311,12 @@ def run_ingest(args: argparse.Namespace) -> int:
         _ingest_es(args, summary)
     elif args.to.startswith("es-bulk:"):
         _ingest_bulk(args, summary, args.to[len("es-bulk:"):] or "-")
+    elif is_store(args.to):
+        ingest_store(args, summary, source_blocks(args, _range_filter(args)), progress_bar(None, args.progress))
     else:
-        raise SystemExit(f"densewire ingest: --to must be postgresql://..., http(s)://HOST:9200 (Elasticsearch) or "
-                         f"es-bulk:FILE (es-bulk:- for standard output), not {args.to!r}")
+        raise SystemExit(f"densewire ingest: --to must be postgresql://..., http(s)://HOST:9200 (Elasticsearch), "
+                         f"es-bulk:FILE (es-bulk:- for standard output), opensearch+http(s)://..., lancedb:PATH, "
+                         f"chroma+http(s)://... or milvus+http(s)://..., not {args.to!r}")
     summary.seconds = time.perf_counter() - start
     if not args.quiet:
         print(summary.line(), file=sys.stderr)
@@ -326,8 +330,11 @@ def add_ingest_command(sub: Any, add_input_options, load_input) -> None:
                        description=__doc__.split("\n\n")[0].replace("``", ""))
     add_input_options(p)
     p.add_argument("--to", required=True, metavar="DEST",
-                   help="postgresql://USER@HOST/DB, http(s)://[USER:PASSWORD@]HOST:9200 (Elasticsearch), or "
-                        "es-bulk:FILE (es-bulk:- for standard output)")
+                   help="postgresql://USER@HOST/DB, http(s)://[USER:PASSWORD@]HOST:9200 (Elasticsearch), "
+                        "es-bulk:FILE (es-bulk:- for standard output), or a vector store: "
+                        "opensearch+http(s)://[USER:PASSWORD@]HOST:9200 (with --index), lancedb:PATH (with --table, "
+                        "--column), chroma+http(s)://HOST:8000 (with --collection), milvus+http(s)://HOST:19530 (with "
+                        "--collection, --field)")
     p.add_argument("--embed", metavar="URL", help="SOURCE is a text file, one text a line, embedded by the densewire "
                                                   "server at URL")
     p.add_argument("--model", help="--embed: the model to ask for")
@@ -347,7 +354,8 @@ def add_ingest_command(sub: Any, add_input_options, load_input) -> None:
     g.add_argument("--no-ids", action="store_true", help="write no _id (Elasticsearch chooses them)")
     g = p.add_argument_group("Elasticsearch (--to http(s)://HOST:9200)")
     g.add_argument("--create-index", action="store_true",
-                   help="create the index (or the field) when missing, with a dense_vector mapping")
+                   help="create the index (or the field) when missing, with a dense_vector mapping; for "
+                        "OpenSearch, LanceDB, Chroma, Milvus: the index, table or collection")
     g.add_argument("--dims", type=int, help="the field's dims (default: the data's; must match it)")
     g.add_argument("--similarity", choices=SIMILARITIES, help="--create-index: the similarity (ES default cosine)")
     g.add_argument("--index-type", choices=INDEX_TYPES, help="--create-index: index_options.type (ES default "
@@ -358,6 +366,7 @@ def add_ingest_command(sub: Any, add_input_options, load_input) -> None:
     g.add_argument("--es-api-key", metavar="KEY", help="an Elasticsearch API key (the encoded id:key; or "
                                                         "DENSEWIRE_ES_API_KEY)")
     g.add_argument("--ca-file", metavar="PEM", help="the CA certificate(s) to verify an https:// node with")
+    add_store_options(p)
     g = p.add_argument_group("ids, ranges and resuming")
     g.add_argument("--ids", metavar="FILE", help="one id per line for the source's rows (default: row numbers)")
     g.add_argument("--first-id", type=int, default=0, help="the id of the first row when ids are row numbers "

@@ -9,6 +9,10 @@ usable from any engine that hands a worker Arrow data:
 * :class:`PgvectorSink`: one block, one transaction (binary COPY into a temporary table, then
   ``INSERT ... ON CONFLICT (id) DO NOTHING``): each row exactly once however often a block is retried;
 * :class:`EsBulkSink`: ``_bulk`` NDJSON with packed vectors, to a file per block or to the ``_bulk`` API;
+* :class:`OpenSearchSink`: ``_bulk`` into an OpenSearch k-NN index, float arrays written from the buffers;
+* :class:`LanceDBSink`: ``merge_insert`` by id into a LanceDB table, the Arrow vectors as they are;
+* :class:`ChromaSink`: ``/upsert`` into a Chroma collection, Base64 little-endian float32 embeddings;
+* :class:`MilvusSink`: upserts by primary key into Milvus, the vector column filled from the buffer;
 * :class:`BatchError`: what went wrong, naming the column, the row and its id, and the block.
 
 >>> import pyarrow as pa
@@ -23,6 +27,6 @@ Traceback (most recent call last):
 densewire._batch._errors.BatchError: invalid_field: a null text (column 'text', row 1, block 'b7')
 """
 
-from ._batch import BatchEmbedder, BatchError, EsBulkSink, PgvectorSink, worker_cpus
+from ._batch import BatchEmbedder, BatchError, ChromaSink, EsBulkSink, LanceDBSink, MilvusSink, OpenSearchSink, PgvectorSink, worker_cpus
 
-__all__ = ["BatchEmbedder", "BatchError", "EsBulkSink", "PgvectorSink", "worker_cpus"]
+__all__ = ["BatchEmbedder", "BatchError", "ChromaSink", "EsBulkSink", "LanceDBSink", "MilvusSink", "OpenSearchSink", "PgvectorSink", "worker_cpus"]

@@ -1,4 +1,5 @@
-"""Ray Data: embed a dataset on an actor pool, write it to pgvector or Elasticsearch block by block.
+"""Ray Data: embed a dataset on an actor pool, write it to a vector store block by block (pgvector,
+Elasticsearch, OpenSearch, LanceDB, Chroma, Milvus).
 
 >>> import densewire.ray as dwray                                         # doctest: +SKIP
 >>> ds = dwray.embed(ray.data.from_items(rows), url=["http://embed-1:8000", "http://embed-2:8000"])
@@ -12,7 +13,10 @@ with ``model=`` each actor loads the engine once, with as many threads as it was
 :class:`densewire.batch.PgvectorSink` and :class:`densewire.batch.EsBulkSink`: each block is one
 transaction (one binary COPY) whose rows are inserted exactly once by id, so write tasks that Ray
 retries after a worker died do not duplicate rows; a block that fails every attempt fails the job
-with a :class:`densewire.batch.BatchError` naming the block.
+with a :class:`densewire.batch.BatchError` naming the block. :func:`write_opensearch`,
+:func:`write_lancedb`, :func:`write_chroma` and :func:`write_milvus` are :class:`StoreDatasink` s over
+the store sinks of :mod:`densewire.batch`: each block written by id (replaced, merged or upserted), so a
+retried write task leaves each id once.
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ from typing import Any
 import pyarrow as pa
 
 from ._batch import BatchEmbedder, BatchError, EsBulkSink, PgvectorSink
+from ._batch._chromasink import ChromaSink
+from ._batch._lancesink import LanceDBSink
+from ._batch._milvussink import MilvusSink
+from ._batch._ossink import OpenSearchSink
 from ._batch._embedder import DEFAULT_TIMEOUT
 from ._optional import require
 
@@ -32,7 +40,8 @@ require("ray.data", extra="ray", feature="densewire.ray")
 Datasink = ray.data.Datasink
 ActorPoolStrategy = ray.data.ActorPoolStrategy
 
-__all__ = ["embed", "write_pgvector", "write_es_bulk", "PgvectorDatasink", "EsBulkDatasink", "BatchError"]
+__all__ = ["embed", "write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "write_chroma",
+           "write_milvus", "PgvectorDatasink", "EsBulkDatasink", "StoreDatasink", "BatchError"]
 
 
 class _Embed:
@@ -201,3 +210,64 @@ def write_es_bulk(ds: "ray.data.Dataset", path_or_url: str, *, index: str, field
                           **options)
     ds.write_datasink(sink, concurrency=concurrency, ray_remote_args=ray_remote_args)
     return sink.result or 0
+
+
+class StoreDatasink(_BlockSink):
+    """Each block into a vector store by one of :mod:`densewire.batch`'s sinks (``OpenSearchSink``,
+    ``LanceDBSink``, ``ChromaSink``, ``MilvusSink``): each row once by its id, however often Ray runs a
+    write task again. ``result``: the rows written; ``new``: the rows the store reported new."""
+
+
+def _write_store(ds: "ray.data.Dataset", sink: Any, concurrency: int | None, rows_per_write: int | None,
+                 ray_remote_args: dict[str, Any] | None) -> int:
+    datasink = StoreDatasink(sink, rows_per_write)
+    ds.write_datasink(datasink, concurrency=concurrency, ray_remote_args=ray_remote_args)
+    return datasink.result or 0
+
+
+def write_opensearch(ds: "ray.data.Dataset", url: str, *, index: str, field: str, id_column: str,
+                     create_index: bool = False, concurrency: int | None = None, rows_per_write: int | None = None,
+                     ray_remote_args: dict[str, Any] | None = None, **options: Any) -> int:
+    """Write ``ds``'s ``id_column`` and vector ``field`` into the k-NN ``index`` of the OpenSearch at
+    ``url`` by ``_bulk`` (JSON float arrays written from the vectors' buffers, the ids as ``_id``: a
+    retried block replaces its documents). The index is checked (``field`` a ``knn_vector`` of the
+    vectors' dimension) or, with ``create_index``, made (lucene HNSW). ``options``:
+    :class:`densewire.batch.OpenSearchSink`'s (``space_type``, ``max_bytes``, ``refresh``...). The rows written."""
+    sink = OpenSearchSink(url, index=index, field=field, id_column=id_column, create_index=create_index, **options)
+    return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)
+
+
+def write_lancedb(ds: "ray.data.Dataset", uri: str, *, table: str, column: str, id_column: str,
+                  create_table: bool = False, concurrency: int | None = None, rows_per_write: int | None = None,
+                  ray_remote_args: dict[str, Any] | None = None, **options: Any) -> int:
+    """Merge ``ds``'s ``id_column`` and vector ``column`` by id into ``table`` of the LanceDB at ``uri``
+    (the Arrow blocks as they are, the vectors a ``FixedSizeList`` without a copy; a retried block
+    updates its rows). The table is checked, or made with ``create_table``. ``options``:
+    :class:`densewire.batch.LanceDBSink`'s (``storage_options``). The rows written."""
+    sink = LanceDBSink(uri, table=table, column=column, id_column=id_column, create_table=create_table, **options)
+    return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)
+
+
+def write_chroma(ds: "ray.data.Dataset", url: str, *, collection: str, column: str, id_column: str,
+                 create_collection: bool = False, concurrency: int | None = None, rows_per_write: int | None = None,
+                 ray_remote_args: dict[str, Any] | None = None, **options: Any) -> int:
+    """Upsert ``ds``'s ``id_column`` (as Chroma's string ids) and vector ``column`` into ``collection`` of
+    the Chroma server at ``url``, the embeddings as Base64 little-endian float32 (a retried block
+    replaces its rows). The collection is checked, or made with ``create_collection``. ``options``:
+    :class:`densewire.batch.ChromaSink`'s (``space``, ``tenant``, ``database``, ``token``...). The rows written."""
+    sink = ChromaSink(url, collection=collection, column=column, id_column=id_column,
+                      create_collection=create_collection, **options)
+    return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)
+
+
+def write_milvus(ds: "ray.data.Dataset", uri: str, *, collection: str, column: str, id_column: str,
+                 create_collection: bool = False, concurrency: int | None = None, rows_per_write: int | None = None,
+                 ray_remote_args: dict[str, Any] | None = None, **options: Any) -> int:
+    """Upsert ``ds``'s ``id_column`` (the primary key) and vector ``column`` into ``collection`` of the
+    Milvus at ``uri`` (``http://host:19530``), the vector column filled from the block's buffer
+    (float32, float16); a retried block replaces its rows. The collection is checked, or made with
+    ``create_collection`` (AUTOINDEX). ``options``: :class:`densewire.batch.MilvusSink`'s (``metric``,
+    ``token``, ``db_name``, ``max_rows``...). The rows written."""
+    sink = MilvusSink(uri, collection=collection, column=column, id_column=id_column,
+                      create_collection=create_collection, **options)
+    return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)

@@ -15,7 +15,8 @@ Elasticsearch partition by partition, on ``local[*]`` or a cluster (standalone, 
   each executor's Python workers;
 * :func:`write_pgvector`: binary COPY, one transaction a partition, each row exactly once by id when
   Spark retries a task; :func:`write_es_bulk`: ``_bulk`` bodies with packed vectors, to the API or
-  to one file a block;
+  to one file a block; :func:`write_opensearch`, :func:`write_lancedb`, :func:`write_chroma`,
+  :func:`write_milvus`: the store sinks of :mod:`densewire.batch`, each block written by id;
 * errors are :class:`~densewire.batch.BatchError` s naming the column, the row, its id and the
   partition (block); what the schema tells (a missing or non-string column, a table vector column of
   another dimension) is raised on the driver before any task runs.
@@ -31,6 +32,6 @@ require("pyspark", extra="spark", feature="densewire.spark")
 require("pandas", extra="spark", feature="densewire.spark (Spark's mapInArrow)")
 require("pyarrow", extra="spark", feature="densewire.spark")
 
-from ._spark import embed, spark_vectors, write_es_bulk, write_pgvector  # noqa: E402
+from ._spark import embed, spark_vectors, write_chroma, write_es_bulk, write_lancedb, write_milvus, write_opensearch, write_pgvector  # noqa: E402
 
-__all__ = ["embed", "write_pgvector", "write_es_bulk", "spark_vectors", "BatchError"]
+__all__ = ["embed", "write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "write_chroma", "write_milvus", "spark_vectors", "BatchError"]

@@ -3,8 +3,13 @@
 from ._embedder import BatchEmbedder
 from ._engine import worker_cpus
 from ._errors import BatchError
+from ._chromasink import ChromaSink
 from ._essink import EsBulkSink
 from ._fleet import Fleet, Replica
+from ._lancesink import LanceDBSink
+from ._milvussink import MilvusSink
+from ._ossink import OpenSearchSink
 from ._pgsink import PgvectorSink
 
-__all__ = ["BatchEmbedder", "BatchError", "EsBulkSink", "Fleet", "PgvectorSink", "Replica", "worker_cpus"]
+__all__ = ["BatchEmbedder", "BatchError", "ChromaSink", "EsBulkSink", "Fleet", "LanceDBSink", "MilvusSink",
+           "OpenSearchSink", "PgvectorSink", "Replica", "worker_cpus"]

@@ -28,10 +28,14 @@ import pyarrow as pa
 from pyspark import TaskContext
 
 from .._batch import BatchError, EsBulkSink, PgvectorSink
+from .._batch._chromasink import ChromaSink
+from .._batch._lancesink import LanceDBSink
+from .._batch._milvussink import MilvusSink
+from .._batch._ossink import OpenSearchSink
 from ._failure import job_error
 from ._types import check_id_column, check_vector_column, dimensions_of
 
-__all__ = ["write_pgvector", "write_es_bulk"]
+__all__ = ["write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "write_chroma", "write_milvus"]
 
 DEFAULT_BLOCK_BYTES = 128 << 20
 
@@ -132,3 +136,56 @@ def write_es_bulk(df: Any, path_or_url: str, *, index: str, field: str, id_colum
         element = type(vector_field.dataType.elementType).__name__
         sink.target(d, {"ByteType": "int8", "DoubleType": "float64"}.get(element, "float32"))
     return _run(df, sink, (id_column, field), max_block_bytes, attempt_in_name=False)
+
+
+def _write_store(df: Any, sink: Any, id_column: str, field: str, max_block_bytes: int) -> int:
+    """A store sink's ``check(d)`` on the driver (the index, collection or table, against the dimension the
+    column's metadata states), then the partitions' blocks into it."""
+    check_id_column(df, id_column)
+    spec = check_vector_column(df, field)
+    d = dimensions_of(spec)
+    if d is not None:
+        sink.check(d)
+    return _run(df, sink, (id_column, field), max_block_bytes, attempt_in_name=False)
+
+
+def write_opensearch(df: Any, url: str, *, index: str, field: str, id_column: str, create_index: bool = False,
+                     max_block_bytes: int = DEFAULT_BLOCK_BYTES, **options: Any) -> int:
+    """Write ``df``'s ``id_column`` and vector column ``field`` into the k-NN ``index`` of the OpenSearch at
+    ``url`` by ``_bulk`` (JSON float arrays written from the Arrow buffers, the ids as ``_id``: a block
+    Spark runs again replaces its documents). The index is checked, or made with ``create_index``
+    (lucene HNSW). ``options``: :class:`densewire.batch.OpenSearchSink`'s. Returns the rows written."""
+    sink = OpenSearchSink(url, index=index, field=field, id_column=id_column, create_index=create_index, **options)
+    return _write_store(df, sink, id_column, field, max_block_bytes)
+
+
+def write_lancedb(df: Any, uri: str, *, table: str, column: str, id_column: str, create_table: bool = False,
+                  max_block_bytes: int = DEFAULT_BLOCK_BYTES, **options: Any) -> int:
+    """Merge ``df``'s ``id_column`` and vector ``column`` by id into ``table`` of the LanceDB at ``uri`` (a
+    folder every executor sees, or an object store URI): each partition's Arrow batches in, the
+    ``array<float>`` re-wrapped as a fixed-size list over its own values (no copy); a block Spark runs
+    again updates its rows. The table is checked, or made with ``create_table``. Returns the rows written."""
+    sink = LanceDBSink(uri, table=table, column=column, id_column=id_column, create_table=create_table, **options)
+    return _write_store(df, sink, id_column, column, max_block_bytes)
+
+
+def write_chroma(df: Any, url: str, *, collection: str, column: str, id_column: str, create_collection: bool = False,
+                 max_block_bytes: int = DEFAULT_BLOCK_BYTES, **options: Any) -> int:
+    """Upsert ``df``'s ``id_column`` (as Chroma's string ids) and vector ``column`` into ``collection`` of the
+    Chroma server at ``url``, the embeddings as Base64 little-endian float32 built from the partition's
+    Arrow buffers (a block Spark runs again replaces its rows). The collection is checked, or made with
+    ``create_collection``. ``options``: :class:`densewire.batch.ChromaSink`'s. Returns the rows written."""
+    sink = ChromaSink(url, collection=collection, column=column, id_column=id_column,
+                      create_collection=create_collection, **options)
+    return _write_store(df, sink, id_column, column, max_block_bytes)
+
+
+def write_milvus(df: Any, uri: str, *, collection: str, column: str, id_column: str, create_collection: bool = False,
+                 max_block_bytes: int = DEFAULT_BLOCK_BYTES, **options: Any) -> int:
+    """Upsert ``df``'s ``id_column`` (the primary key) and vector ``column`` into ``collection`` of the Milvus
+    at ``uri``, the vector column filled from the partition's Arrow buffers (a block Spark runs again
+    replaces its rows). The collection is checked, or made with ``create_collection``. ``options``:
+    :class:`densewire.batch.MilvusSink`'s. Returns the rows written."""
+    sink = MilvusSink(uri, collection=collection, column=column, id_column=id_column,
+                      create_collection=create_collection, **options)
+    return _write_store(df, sink, id_column, column, max_block_bytes)

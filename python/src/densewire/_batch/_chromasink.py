@@ -1,0 +1,110 @@
+"""``ChromaSink``: blocks upserted into a Chroma collection with Base64 little-endian float32 embeddings.
+
+Each block is cut into requests of at most the server's ``max_batch_size`` rows (its
+``/pre-flight-checks``), each one ``POST .../collections/<id>/upsert`` whose body
+:func:`densewire._stores.chroma.upsert_body` assembles from the vectors' buffer. Upsert by id: a block
+written again replaces its rows. 429, 502-504 and lost connections are retried by the client's
+:class:`RetryPolicy` (SPEC.md 18); a 4xx is a :class:`BatchError` naming the block and Chroma's message.
+The collection is checked (its dimension, once it holds vectors) before the first request, or made
+with ``create_collection=True``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import time
+import urllib.error
+from typing import Any
+
+import pyarrow as pa
+
+from .._client._retry import RetryPolicy
+from .._stores._esbulk import float32_rows
+from .._stores._http import StoreHttpError
+from .._stores.chroma import ChromaCollectionError, ChromaServer, upsert_body
+from ._columns import ids_of, vector_chunks
+from ._errors import BatchError
+
+__all__ = ["ChromaSink"]
+
+
+class ChromaSink:
+    """Write blocks of an Arrow table (``id_column`` and the vector ``column``) into ``collection`` of the
+    Chroma server at ``url``. ``write`` returns the rows written (upserted)."""
+
+    def __init__(self, url: str, *, collection: str, column: str, id_column: str, create_collection: bool = False,
+                 space: str = "l2", tenant: str = "default_tenant", database: str = "default_database",
+                 token: str | None = None, retries: int = 2, timeout: float = 120.0) -> None:
+        self.url, self.collection, self.column, self.id_column = url, collection, column, id_column
+        self.create_collection, self.space, self.tenant, self.database = create_collection, space, tenant, database
+        self.token, self.retries, self.timeout = token, retries, timeout
+        self._id: str | None = None
+        self._dims: int | None = None
+        self._batch = 1000
+
+    def _server(self) -> ChromaServer:
+        return ChromaServer(self.url, tenant=self.tenant, database=self.database, token=self.token,
+                            timeout=self.timeout)
+
+    def check(self, dims: int, block: str | None = None) -> None:
+        """The collection checked (or made) for vectors of ``dims``."""
+        server = self._server()
+        try:
+            self._batch = server.max_batch_size()
+            self._id = server.collection(self.collection, dims, create=self.create_collection, space=self.space)
+        except ChromaCollectionError as exc:
+            raise BatchError(str(exc), category="shape_mismatch" if "dimensions for" in str(exc) else "invalid_field",
+                             column=self.column, block=block) from None
+        except StoreHttpError as exc:  # Chroma's answer: a bad name, a tenant or database that is not there
+            category = "invalid_field" if 400 <= exc.status < 500 else "unavailable"
+            raise BatchError(f"Chroma at {server.base}: {exc}", category=category, column=self.column,
+                             block=block) from None
+        except OSError as exc:
+            raise BatchError(f"Chroma at {server.base}: {exc}", category="unavailable", block=block) from exc
+        self._dims = dims
+
+    def close(self) -> None:
+        pass
+
+    def write(self, data: pa.Table | pa.RecordBatch, *, block: str) -> int:
+        ids = ids_of(data, self.id_column, block=block)
+        pieces = [(r, a) for r, a in vector_chunks(data, self.column, id_column=self.id_column, block=block) if len(a)]
+        if not pieces:
+            return 0
+        d = pieces[0][1].shape[1]
+        if self._dims != d or self._id is None:
+            self.check(d, block)
+        bodies = []
+        try:
+            for row0, a in pieces:
+                a = float32_rows(a, self.column, row0)
+                for lo in range(0, len(a), self._batch):
+                    hi = min(lo + self._batch, len(a))  # within this piece: the ids after it are the next piece's
+                    bodies.append(upsert_body(ids[row0 + lo:row0 + hi], a[lo:hi]))
+        except ValueError as exc:  # a non-finite value, an integer dtype
+            raise BatchError(str(exc), category=getattr(exc, "category", "invalid_field"), column=self.column,
+                             block=block) from exc
+        server = self._server()
+        for body in bodies:
+            self._send(server, body, block)
+        return data.num_rows
+
+    def _send(self, server: ChromaServer, body: bytes, block: str) -> None:
+        policy = RetryPolicy(self.retries)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                server.upsert(self._id, body)
+                return
+            except StoreHttpError as exc:
+                wait = policy.wait(attempt, status=exc.status, retry_after=exc.retry_after)
+                if wait is None:
+                    raise BatchError(f"Chroma refused the upsert: HTTP {exc.status}: {exc.text}",
+                                     category="internal_error", column=self.column, block=block) from None
+            except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError) as exc:
+                wait = policy.wait(attempt)
+                if wait is None:
+                    raise BatchError(f"Chroma at {server.base} failed after {attempt} attempts: {exc}",
+                                     category="unavailable", block=block) from exc
+            time.sleep(wait)
