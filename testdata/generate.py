@@ -506,6 +506,9 @@ def generate() -> dict[str, str]:
     from retry import retry_cases  # noqa: PLC0415
 
     files["retry.json"] = retry_cases(load("retry"))
+    from kserve import kserve_cases  # noqa: PLC0415 (imports this module's encoders)
+
+    files["kserve.json"] = kserve_cases(load("kserve"))
     header = {"spec_version": SPEC_VERSION, "generated_by": "testdata/generate.py from testdata/cases/*.toml; do not edit"}
     out = {name: json.dumps({**header, "cases": cases}, indent=1, ensure_ascii=False) + "\n"
            for name, cases in files.items()}
