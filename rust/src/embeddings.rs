@@ -4,6 +4,7 @@
 //! to them.
 
 use crate::dtype::ByteOrder;
+use crate::error::{Error, ErrorKind, err};
 use crate::tensor::Tensor;
 
 /// Token counts of an embeddings response.
@@ -13,6 +14,44 @@ pub struct Usage {
     pub prompt_tokens: u64,
     /// Tokens billed.
     pub total_tokens: u64,
+}
+
+impl Usage {
+    /// The `usage` of a JSON envelope (SPEC.md section 6.2): `None` when absent or null, an object
+    /// whose `prompt_tokens` and `total_tokens` are non-negative integers (0 when absent);
+    /// anything else is `invalid_field` on `usage`, `usage.prompt_tokens` or `usage.total_tokens`.
+    pub(crate) fn from_json(value: Option<&serde_json::Value>) -> Result<Option<Usage>, Error> {
+        let map = match value {
+            None | Some(serde_json::Value::Null) => return Ok(None),
+            Some(serde_json::Value::Object(map)) => map,
+            Some(other) => return Err(Usage::not_a_map(&other.to_string())),
+        };
+        let count = |key: &'static str, field: &'static str| match map.get(key) {
+            None => Ok(0),
+            Some(v) => v.as_u64().ok_or_else(|| Usage::bad_count(field, &v.to_string())),
+        };
+        Ok(Some(Usage {
+            prompt_tokens: count("prompt_tokens", "usage.prompt_tokens")?,
+            total_tokens: count("total_tokens", "usage.total_tokens")?,
+        }))
+    }
+
+    pub(crate) fn not_a_map(got: &str) -> Error {
+        err(ErrorKind::InvalidField, format!("usage must be a map of token counts, got {}", clip(got))).field("usage")
+    }
+
+    /// A count that is not a non-negative integer; `field` is `usage.prompt_tokens` or
+    /// `usage.total_tokens`.
+    pub(crate) fn bad_count(field: &'static str, got: &str) -> Error {
+        err(ErrorKind::InvalidField, format!("{field} must be a non-negative integer, got {}", clip(got))).field(field)
+    }
+}
+
+fn clip(s: &str) -> &str {
+    match s.char_indices().nth(40) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
 }
 
 /// How the JSON envelope writes each `embedding` (SPEC.md section 6).

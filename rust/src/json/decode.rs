@@ -423,12 +423,6 @@ pub fn decode_json(text: &[u8]) -> Result<Embeddings> {
         Loose::Ok(m) => Some(m.into_owned()),
         _ => None,
     };
-    let usage = r.usage.as_ref().and_then(|u| {
-        Some(Usage {
-            prompt_tokens: u.get("prompt_tokens")?.as_u64()?,
-            total_tokens: u.get("total_tokens").and_then(|t| t.as_u64()).unwrap_or(0),
-        })
-    });
     let quantization = match r.quantization {
         Loose::Absent => None,
         Loose::Ok(q) => Some(q.into_owned()),
@@ -437,6 +431,7 @@ pub fn decode_json(text: &[u8]) -> Result<Embeddings> {
         }
     };
     let tensor = assemble(dtype, order, dims_field, rows)?;
+    let usage = Usage::from_json(r.usage.as_ref())?;
     Ok(Embeddings { tensor, model, usage, quantization })
 }
 
