@@ -346,8 +346,8 @@ fn read_usage(c: &mut Cursor<'_>) -> Result<Result<Option<Usage>>> {
         };
         let at = c.pos;
         match c.uint_value()? {
-            Some(v) => *slot = v,
-            None => {
+            Some(v) if v <= Usage::MAX_COUNT => *slot = v,
+            _ => {
                 let kind = Marker::from_u8(c.buf[at]);
                 fault.get_or_insert_with(|| Usage::bad_count(field, &format!("a MessagePack {kind:?}")));
             }

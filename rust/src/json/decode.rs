@@ -302,7 +302,7 @@ impl<'de> de::Deserialize<'de> for Data<'de> {
 struct Response<'a> {
     data: Loose<Vec<Row<'a>>>,
     model: Loose<Cow<'a, str>>,
-    usage: Option<serde_json::Value>,
+    usage: Option<&'a serde_json::value::RawValue>,
     dtype: Loose<Cow<'a, str>>,
     byteorder: Loose<Cow<'a, str>>,
     dimensions: Loose<u64>,
@@ -431,7 +431,7 @@ pub fn decode_json(text: &[u8]) -> Result<Embeddings> {
         }
     };
     let tensor = assemble(dtype, order, dims_field, rows)?;
-    let usage = Usage::from_json(r.usage.as_ref())?;
+    let usage = Usage::from_json(r.usage)?;
     Ok(Embeddings { tensor, model, usage, quantization })
 }
 

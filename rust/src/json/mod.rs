@@ -152,7 +152,10 @@ mod tests {
             (r#"{"prompt_tokens":"3"}"#, "usage.prompt_tokens"),
             (r#"{"total_tokens":true}"#, "usage.total_tokens"),
             (r#"{"prompt_tokens":null}"#, "usage.prompt_tokens"),
+            (r#"{"prompt_tokens":1e3080}"#, "usage.prompt_tokens"),
+            (r#"{"total_tokens":9007199254740992}"#, "usage.total_tokens"),
             ("[3,3]", "usage"),
+            (r#""3""#, "usage"),
         ] {
             let e = with(usage).unwrap_err();
             assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some(field)), "{usage}");
