@@ -24,7 +24,7 @@ def cases(name):
 
 def main():
     out = {t: {} for t in ["base64", "raw", "json", "request", "negotiate", "msgpack", "protobuf", "arrow",
-                           "table_json", "table_csv", "table_msgpack", "table_protobuf", "table_arrow", "pgcopy"]}
+                           "table_json", "table_csv", "table_msgpack", "table_protobuf", "table_arrow", "pgcopy", "kserve"]}
     for c in cases("tensors") + cases("invalid") + cases("interop"):
         fmt = c["format"]
         body = bytes.fromhex(c["encoded_hex"]) if "encoded_hex" in c else bytes.fromhex(c.get("input_hex", ""))
@@ -83,6 +83,11 @@ def main():
         id_type = cols[0]["type"] if len(cols) == 2 else None
         first = vector_types.index(cols[-1]["type"]) + 4 * id_types.index(id_type)
         out["pgcopy"][c["id"]] = bytes([first]) + bytes.fromhex(c.get("encoded_hex", c.get("input_hex", "")))
+    for c in cases("kserve"):  # responses and invalid bodies: "VALUE\nBODY", VALUE the header length
+        if c["format"] != "kserve":
+            continue
+        length = next((v for k, v in c["headers"].items() if k.lower() == "inference-header-content-length"), "")
+        out["kserve"][c["id"]] = length.encode() + b"\n" + bytes.fromhex(c.get("encoded_hex", c.get("input_hex", "")))
     for target, files in out.items():
         d = HERE / "corpus" / target
         d.mkdir(parents=True, exist_ok=True)

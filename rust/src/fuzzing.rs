@@ -416,7 +416,6 @@ pub fn table_arrow(data: &[u8]) {
 /// A fuzz target: its name (as in `fuzz/Cargo.toml`) and its body.
 pub type Target = (&'static str, fn(&[u8]));
 
-/// Every target by name, for the corpus runner.
 /// PostgreSQL binary COPY (SPEC.md section 16): the first byte chooses the columns (vector type
 /// `b % 4` of vector, halfvec, bit, sparsevec; id type `b / 4 % 5` of none, int8, int4, text, uuid),
 /// the rest is the stream. Whatever decodes must encode (unless it holds what a writer refuses, as
@@ -450,7 +449,48 @@ pub fn pgcopy(data: &[u8]) {
     }
 }
 
-pub const TARGETS: [Target; 14] = [
+/// KServe v2 responses (SPEC.md section 19.3): the input is `VALUE\nBODY`, VALUE the
+/// `Inference-Header-Content-Length` (absent when empty). A body that reads must have its binary
+/// tensors and BYTES elements inside the body, tensors of the size their shape gives, and read the
+/// same again; an error's offset is within the body.
+pub fn kserve(data: &[u8]) {
+    use crate::{HEADER_INFERENCE_HEADER_CONTENT_LENGTH, KserveData, decode_kserve};
+    let Some(nl) = data.iter().position(|&b| b == b'\n') else { return };
+    let Ok(value) = std::str::from_utf8(&data[..nl]) else { return };
+    let body = Bytes::copy_from_slice(&data[nl + 1..]);
+    let headers: Vec<(&str, &str)> =
+        if value.is_empty() { vec![] } else { vec![(HEADER_INFERENCE_HEADER_CONTENT_LENGTH, value)] };
+    match decode_kserve(&headers[..], body.clone()) {
+        Ok(r) => {
+            let inside = |p: *const u8| body.as_ptr_range().contains(&p) || p == body.as_ptr_range().end;
+            for o in &r.outputs {
+                match &o.data {
+                    KserveData::Tensor(t) => {
+                        let want = crate::tensor::expected_len(t.dtype(), t.rows(), t.dims()).unwrap();
+                        assert_eq!(t.as_bytes().len(), want, "{}: tensor size", o.name);
+                        if o.binary && want > 0 {
+                            assert!(inside(t.as_bytes().as_ptr()), "{}: a binary tensor outside the body", o.name);
+                        }
+                    }
+                    KserveData::Bytes(e) => {
+                        if o.binary {
+                            assert!(e.iter().all(|x| x.is_empty() || inside(x.as_ptr())), "{}: elements", o.name);
+                        }
+                    }
+                }
+            }
+            assert_eq!(decode_kserve(&headers[..], body.clone()).unwrap(), r, "a second read differs");
+        }
+        Err(e) => {
+            if let Some(at) = e.offset() {
+                assert!(at <= body.len() as u64, "error offset {at} past the {}-byte body: {e}", body.len());
+            }
+        }
+    }
+}
+
+/// Every target by name, for the corpus runner.
+pub const TARGETS: [Target; 15] = [
     ("base64", base64),
     ("raw", raw),
     ("json", json),
@@ -465,6 +505,7 @@ pub const TARGETS: [Target; 14] = [
     ("table_protobuf", table_protobuf),
     ("table_arrow", table_arrow),
     ("pgcopy", pgcopy),
+    ("kserve", kserve),
 ];
 
 #[allow(dead_code)]

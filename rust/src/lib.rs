@@ -37,6 +37,7 @@ mod embeddings;
 mod error;
 mod headers;
 mod json;
+mod kserve;
 mod media;
 mod pgcopy;
 mod quantization;
@@ -83,6 +84,10 @@ pub use crate::embeddings::{Embeddings, EncodingFormat, JsonOptions, Usage};
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::headers::{HEADER_VERSION, Headers};
 pub use crate::json::{EmbeddingsRequest, Input, MAX_INPUTS, decode_json, encode_json};
+pub use crate::kserve::{
+    HEADER_INFERENCE_HEADER_CONTENT_LENGTH, KSERVE_DATATYPES, KserveData, KserveOutput, KserveResponse, decode_kserve,
+    kserve_datatype,
+};
 pub use crate::media::{Format, negotiate};
 pub use crate::pgcopy::{
     CopyColumns, PGCOPY_HEADER, PGCOPY_SIGNATURE, PGCOPY_TRAILER, PgCopyChunks, PgCopyData, PgIdType, PgIds,
