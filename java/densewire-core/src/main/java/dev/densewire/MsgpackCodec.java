@@ -205,8 +205,8 @@ public final class MsgpackCodec {
             if (v == null) {
                 continue;
             }
-            if (!(v instanceof Long) || (Long) v < 0) {
-                throw DensewireException.on(Category.INVALID_FIELD, "usage." + keys[i], "must be a non-negative integer");
+            if (!(v instanceof Long) || (Long) v < 0 || (Long) v > Embeddings.Usage.MAX_COUNT) {
+                throw DensewireException.on(Category.INVALID_FIELD, "usage." + keys[i], "must be an integer from 0 to 2^53 - 1");
             }
             counts[i] = (Long) v;
         }

@@ -41,7 +41,7 @@ public final class EmbeddingsResponse {
     }
 
     /**
-     * Token counts, as read: {@link #toEmbeddings()} requires each present one to be a non-negative integer
+     * Token counts, as read: {@link #toEmbeddings()} requires each present one to be an integer from 0 to 2^53 - 1
      * ({@code invalid_field} on {@code usage.prompt_tokens} / {@code usage.total_tokens} otherwise; a string,
      * a fraction or {@code null} is not coerced). An absent count is 0.
      */
@@ -60,9 +60,9 @@ public final class EmbeddingsResponse {
             if (v == null) {
                 return 0;
             }
-            if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < 0) {
+            if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < 0 || v.longValue() > Embeddings.Usage.MAX_COUNT) {
                 String got = v.toString();
-                throw new DensewireException(Category.INVALID_FIELD, "must be a non-negative integer, got "
+                throw new DensewireException(Category.INVALID_FIELD, "must be an integer from 0 to 2^53 - 1, got "
                         + (got.length() > 40 ? got.substring(0, 40) : got), -1, field);
             }
             return v.longValue();

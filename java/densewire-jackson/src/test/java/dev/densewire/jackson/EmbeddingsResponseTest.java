@@ -18,6 +18,7 @@ class EmbeddingsResponseTest {
     void usageCountsAreNonNegativeIntegers() {
         assertEquals(new Embeddings.Usage(3, 4), withUsage("{\"prompt_tokens\":3,\"total_tokens\":4}").usage());
         assertEquals(new Embeddings.Usage(0, 0), withUsage("{}").usage());
+        assertEquals(new Embeddings.Usage(9007199254740991L, 0), withUsage("{\"prompt_tokens\":9007199254740991}").usage());
         assertNull(withUsage("null").usage());
         String[][] bad = {
             {"{\"prompt_tokens\":-1,\"total_tokens\":0}", "usage.prompt_tokens"},
@@ -27,6 +28,8 @@ class EmbeddingsResponseTest {
             {"{\"total_tokens\":true}", "usage.total_tokens"},
             {"{\"prompt_tokens\":null}", "usage.prompt_tokens"},
             {"{\"prompt_tokens\":18446744073709551616}", "usage.prompt_tokens"},
+            {"{\"total_tokens\":9007199254740992}", "usage.total_tokens"},
+            {"{\"prompt_tokens\":1e3080}", "usage.prompt_tokens"},
             {"[3,3]", "usage"},
             {"\"3\"", "usage"},
         };
