@@ -18,6 +18,7 @@ import dev.densewire.RawCodec;
 import dev.densewire.Tensor;
 import dev.densewire.arrow.ArrowCodec;
 import dev.densewire.jackson.DensewireJson;
+import dev.densewire.jackson.Kserve;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -51,6 +52,7 @@ class GoldenVectorsTest {
         runners.put("pgcopy.json", GoldenPgCopy::run);
         runners.put("quantization.json", GoldenQuantization::run);
         runners.put("retry.json", GoldenRetry::run);
+        runners.put("kserve.json", GoldenKserve::run);
         Map<String, JsonNode> cases = new LinkedHashMap<>();
         for (String name : runners.keySet()) {
             JsonNode doc = Golden.load(name);
@@ -231,6 +233,9 @@ class GoldenVectorsTest {
                 break;
             case "arrow":
                 ArrowCodec.decode(Golden.hex(c.get("input_hex").asText()));
+                break;
+            case "kserve":
+                Kserve.decode(Golden.headers(c), Golden.hex(c.get("input_hex").asText()));
                 break;
             default:
                 fail("format " + format + " is not supported by densewire-java");
