@@ -143,16 +143,18 @@ fn header_length<H: Headers + ?Sized>(headers: &H, body_len: usize) -> Result<Op
     let text = value.trim();
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         let shown: String = value.chars().take(40).collect();
-        return Err(invalid(HEADER_INFERENCE_HEADER_CONTENT_LENGTH, format!("must be a decimal byte count, not {shown:?}")));
+        return Err(invalid(
+            HEADER_INFERENCE_HEADER_CONTENT_LENGTH,
+            format!("must be a decimal byte count, not {shown:?}"),
+        ));
     }
     match text.parse::<usize>() {
         Ok(n) if n <= body_len => Ok(Some(n)),
-        _ => Err(err(
-            ErrorKind::Truncated,
-            format!("the JSON header is {text} bytes but the body has only {body_len}"),
-        )
-        .at(body_len)
-        .field(HEADER_INFERENCE_HEADER_CONTENT_LENGTH)),
+        _ => {
+            Err(err(ErrorKind::Truncated, format!("the JSON header is {text} bytes but the body has only {body_len}"))
+                .at(body_len)
+                .field(HEADER_INFERENCE_HEADER_CONTENT_LENGTH))
+        }
     }
 }
 
@@ -189,18 +191,28 @@ fn spec(i: usize, o: &Value) -> Result<Spec<'_>> {
     let Value::Object(object) = o else { return Err(invalid(field, format!("must be an object, not {}", kind_of(o)))) };
     let name = match object.get("name") {
         Some(Value::String(s)) => s.as_str(),
-        v => return Err(invalid(format!("{field}.name"), format!("must be a string, not {}", v.map_or("absent", kind_of)))),
+        v => {
+            return Err(invalid(
+                format!("{field}.name"),
+                format!("must be a string, not {}", v.map_or("absent", kind_of)),
+            ));
+        }
     };
     let datatype_name = match object.get("datatype") {
         Some(Value::String(s)) => s.as_str(),
         v => {
-            return Err(invalid(format!("{field}.datatype"), format!("must be a string, not {}", v.map_or("absent", kind_of))));
+            return Err(invalid(
+                format!("{field}.datatype"),
+                format!("must be a string, not {}", v.map_or("absent", kind_of)),
+            ));
         }
     };
     let parameters = match object.get("parameters") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(p)) => p.clone(),
-        Some(v) => return Err(invalid(format!("{field}.parameters"), format!("must be an object, not {}", kind_of(v)))),
+        Some(v) => {
+            return Err(invalid(format!("{field}.parameters"), format!("must be an object, not {}", kind_of(v))));
+        }
     };
     let size = match parameters.get("binary_data_size") {
         None | Some(Value::Null) => None,
@@ -221,7 +233,10 @@ fn spec(i: usize, o: &Value) -> Result<Spec<'_>> {
     match parameters.get("quantization") {
         None | Some(Value::Null) | Some(Value::String(_)) => {}
         Some(v) => {
-            return Err(invalid(format!("{field}.parameters.quantization"), format!("must be a string, not {}", kind_of(v))));
+            return Err(invalid(
+                format!("{field}.parameters.quantization"),
+                format!("must be a string, not {}", kind_of(v)),
+            ));
         }
     }
     Ok(Spec { field, name, datatype: datatype_name, dtype, shape, size, object, parameters })
@@ -334,12 +349,17 @@ pub fn decode_kserve<H: Headers + ?Sized>(headers: &H, body: Bytes) -> Result<Ks
     let text = &body[..h];
     let doc: Value = serde_json::from_slice(text).map_err(|e| json_error(text, &e))?;
     let Value::Object(doc) = doc else {
-        return Err(err(ErrorKind::Malformed, format!("the inference header must be a JSON object, not {}", kind_of(&doc)))
-            .at(0));
+        return Err(err(
+            ErrorKind::Malformed,
+            format!("the inference header must be a JSON object, not {}", kind_of(&doc)),
+        )
+        .at(0));
     };
     let outputs = match doc.get("outputs") {
         Some(Value::Array(a)) => a,
-        v => return Err(invalid("outputs", format!("must be an array of outputs, not {}", v.map_or("absent", kind_of)))),
+        v => {
+            return Err(invalid("outputs", format!("must be an array of outputs, not {}", v.map_or("absent", kind_of))));
+        }
     };
     let specs = outputs.iter().enumerate().map(|(i, o)| spec(i, o)).collect::<Result<Vec<_>>>()?;
     let mut pos = h;
@@ -348,8 +368,12 @@ pub fn decode_kserve<H: Headers + ?Sized>(headers: &H, body: Bytes) -> Result<Ks
         let f = &s.field;
         let data = s.object.get("data");
         let value = match (s.size, data) {
-            (Some(_), Some(_)) => return Err(invalid(format!("{f}.data"), "has both data and parameters.binary_data_size")),
-            (None, None) => return Err(invalid(format!("{f}.data"), "has neither data nor parameters.binary_data_size")),
+            (Some(_), Some(_)) => {
+                return Err(invalid(format!("{f}.data"), "has both data and parameters.binary_data_size"));
+            }
+            (None, None) => {
+                return Err(invalid(format!("{f}.data"), "has neither data nor parameters.binary_data_size"));
+            }
             (Some(size), None) => {
                 let sfield = format!("{f}.parameters.binary_data_size");
                 let left = body.len() - pos;
@@ -358,7 +382,10 @@ pub fn decode_kserve<H: Headers + ?Sized>(headers: &H, body: Bytes) -> Result<Ks
                     _ => {
                         return Err(err(
                             ErrorKind::Truncated,
-                            format!("a blob of {size} bytes at offset {pos} runs past the end of the {}-byte body", body.len()),
+                            format!(
+                                "a blob of {size} bytes at offset {pos} runs past the end of the {}-byte body",
+                                body.len()
+                            ),
                         )
                         .at(body.len())
                         .field(sfield));
@@ -386,7 +413,10 @@ pub fn decode_kserve<H: Headers + ?Sized>(headers: &H, body: Bytes) -> Result<Ks
                         if size != expected {
                             return Err(err(
                                 ErrorKind::LengthMismatch,
-                                format!("a blob of {size} bytes, the shape {:?} of {} needs {expected}", s.shape, s.datatype),
+                                format!(
+                                    "a blob of {size} bytes, the shape {:?} of {} needs {expected}",
+                                    s.shape, s.datatype
+                                ),
                             )
                             .at(start + size.min(expected))
                             .field(sfield));
@@ -417,7 +447,10 @@ pub fn decode_kserve<H: Headers + ?Sized>(headers: &H, body: Bytes) -> Result<Ks
                             .enumerate()
                             .map(|(j, v)| match v {
                                 Value::String(t) => Ok(Bytes::copy_from_slice(t.as_bytes())),
-                                _ => Err(invalid(format!("{dfield}[{j}]"), format!("must be a string, not {}", kind_of(v)))),
+                                _ => Err(invalid(
+                                    format!("{dfield}[{j}]"),
+                                    format!("must be a string, not {}", kind_of(v)),
+                                )),
                             })
                             .collect::<Result<_>>()?,
                     ),
@@ -477,9 +510,18 @@ mod tests {
     #[test]
     fn sizes_that_overflow_are_errors_not_panics() {
         for (header, kind) in [
-            (r#"{"outputs":[{"name":"e","datatype":"FP64","shape":[4294967296,4294967296],"parameters":{"binary_data_size":0}}]}"#, ErrorKind::InvalidField),
-            (r#"{"outputs":[{"name":"e","datatype":"FP32","shape":[1,1],"parameters":{"binary_data_size":18446744073709551615}}]}"#, ErrorKind::Truncated),
-            (r#"{"outputs":[{"name":"t","datatype":"BYTES","shape":[4294967296,4294967296,4294967296],"parameters":{"binary_data_size":0}}]}"#, ErrorKind::ShapeMismatch),
+            (
+                r#"{"outputs":[{"name":"e","datatype":"FP64","shape":[4294967296,4294967296],"parameters":{"binary_data_size":0}}]}"#,
+                ErrorKind::InvalidField,
+            ),
+            (
+                r#"{"outputs":[{"name":"e","datatype":"FP32","shape":[1,1],"parameters":{"binary_data_size":18446744073709551615}}]}"#,
+                ErrorKind::Truncated,
+            ),
+            (
+                r#"{"outputs":[{"name":"t","datatype":"BYTES","shape":[4294967296,4294967296,4294967296],"parameters":{"binary_data_size":0}}]}"#,
+                ErrorKind::ShapeMismatch,
+            ),
         ] {
             let (len, b) = body(header, &[]);
             let e = decode_kserve(&[(HEADER_INFERENCE_HEADER_CONTENT_LENGTH, len.as_str())], b).unwrap_err();

@@ -41,6 +41,7 @@ mod kserve;
 mod media;
 mod pgcopy;
 mod quantization;
+mod ragged;
 mod raw;
 mod table;
 mod tensor;
@@ -95,6 +96,11 @@ pub use crate::pgcopy::{
 };
 pub use crate::quantization::{
     QUANTIZATION_METHOD, Quantization, QuantizationRanges, dequantize, quantization_id, quantize,
+};
+pub use crate::ragged::{
+    Batch, HEADER_KIND, MAX_VOCABULARY, RaggedEmbeddings, RaggedTensor, SparseEmbeddings, SparseTensor,
+    decode_ragged_json, decode_ragged_raw, decode_sparse_json, decode_sparse_raw, encode_ragged_json,
+    encode_sparse_json, ragged_raw_headers, sparse_raw_headers,
 };
 pub use crate::raw::{
     HEADER_BYTEORDER, HEADER_DTYPE, HEADER_MODEL, HEADER_PROMPT_TOKENS, HEADER_SHAPE, HEADER_TOTAL_TOKENS, decode_raw,

@@ -189,7 +189,7 @@ impl<'a> Cursor<'a> {
     }
 }
 
-enum Field<T> {
+pub(crate) enum Field<T> {
     Absent,
     Ok(T),
     Bad,
@@ -299,7 +299,7 @@ impl WithMessage for Error {
     }
 }
 
-fn read_shape(c: &mut Cursor<'_>) -> Result<Field<(u64, u64)>> {
+pub(crate) fn read_shape(c: &mut Cursor<'_>) -> Result<Field<(u64, u64)>> {
     let save = c.pos;
     let (m, _) = c.marker()?;
     if !matches!(m, Marker::FixArray(_) | Marker::Array16 | Marker::Array32) {
@@ -322,7 +322,7 @@ fn read_shape(c: &mut Cursor<'_>) -> Result<Field<(u64, u64)>> {
 /// The `usage` value: `None` for nil, a map of non-negative integer counts (0 when absent). The
 /// outer error is the cursor's (a truncated or malformed body, raised at once); the inner one is
 /// `invalid_field` on `usage` or a count, raised after the tensor, as the JSON decoder does.
-fn read_usage(c: &mut Cursor<'_>) -> Result<Result<Option<Usage>>> {
+pub(crate) fn read_usage(c: &mut Cursor<'_>) -> Result<Result<Option<Usage>>> {
     let save = c.pos;
     let (m, _) = c.marker()?;
     if matches!(m, Marker::Null) {
@@ -427,8 +427,21 @@ mod tests {
     fn usage_counts_are_non_negative_integers() {
         // {"dtype":"uint8","shape":[1,1],"data":bin[1],"usage":USAGE}
         let with = |usage: &[u8]| {
-            let b = body(&[&[0x84, 0xa5], b"dtype", &[0xa5], b"uint8", &[0xa5], b"shape", &[0x92, 1, 1], &[0xa4],
-                b"data", &[0xc4, 1, 7], &[0xa5], b"usage", usage]);
+            let b = body(&[
+                &[0x84, 0xa5],
+                b"dtype",
+                &[0xa5],
+                b"uint8",
+                &[0xa5],
+                b"shape",
+                &[0x92, 1, 1],
+                &[0xa4],
+                b"data",
+                &[0xc4, 1, 7],
+                &[0xa5],
+                b"usage",
+                usage,
+            ]);
             decode_msgpack(b).map(|e| e.usage)
         };
         let ok = [&[0x82, 0xad][..], b"prompt_tokens", &[0xd0, 5], &[0xac], b"total_tokens", &[0xcc, 200]].concat();

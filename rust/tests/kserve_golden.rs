@@ -34,8 +34,12 @@ fn run_response(c: &Value) -> R {
     }
     for (out, want) in got.outputs.iter().zip(want_outputs) {
         let shape: Vec<u64> = want["shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
-        if (out.datatype.as_str(), &out.shape, out.binary) != (s(want, "datatype"), &shape, want["binary"].as_bool().unwrap()) {
-            return Err(format!("{}: {} {:?} binary={} != {want}", out.name, out.datatype, out.shape, out.binary).into());
+        if (out.datatype.as_str(), &out.shape, out.binary)
+            != (s(want, "datatype"), &shape, want["binary"].as_bool().unwrap())
+        {
+            return Err(
+                format!("{}: {} {:?} binary={} != {want}", out.name, out.datatype, out.shape, out.binary).into()
+            );
         }
         let mut params = out.parameters.clone();
         params.remove("binary_data_size");
@@ -47,11 +51,14 @@ fn run_response(c: &Value) -> R {
         }
         if s(want, "datatype") == "BYTES" {
             let got_hex: Vec<String> = out.elements().ok_or("no elements")?.iter().map(|e| to_hex(e)).collect();
-            let want_hex: Vec<&str> = want["elements_hex"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+            let want_hex: Vec<&str> =
+                want["elements_hex"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
             if got_hex != want_hex {
                 return Err(format!("{}: elements {got_hex:?} != {want_hex:?}", out.name).into());
             }
-            if out.binary && !out.elements().unwrap().iter().all(|e| e.is_empty() || body.as_ptr_range().contains(&e.as_ptr())) {
+            if out.binary
+                && !out.elements().unwrap().iter().all(|e| e.is_empty() || body.as_ptr_range().contains(&e.as_ptr()))
+            {
                 return Err(format!("{}: BYTES elements are copies, not slices of the body", out.name).into());
             }
             continue;

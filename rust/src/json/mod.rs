@@ -6,8 +6,9 @@ mod encode;
 mod request;
 
 pub use decode::decode_json;
-pub(crate) use decode::json_error;
+pub(crate) use decode::{json_error, put_number};
 pub use encode::encode_json;
+pub(crate) use encode::write_numbers;
 pub use request::{EmbeddingsRequest, Input, MAX_INPUTS};
 
 #[cfg(test)]
@@ -143,7 +144,10 @@ mod tests {
             let text = format!(r#"{{"data":[{{"index":0,"embedding":[1]}}],"usage":{usage}}}"#);
             decode_json(text.as_bytes()).map(|e| e.usage)
         };
-        assert_eq!(with(r#"{"prompt_tokens":3,"total_tokens":4}"#).unwrap(), Some(Usage { prompt_tokens: 3, total_tokens: 4 }));
+        assert_eq!(
+            with(r#"{"prompt_tokens":3,"total_tokens":4}"#).unwrap(),
+            Some(Usage { prompt_tokens: 3, total_tokens: 4 })
+        );
         assert_eq!(with("null").unwrap(), None);
         assert_eq!(with("{}").unwrap(), Some(Usage::default()));
         for (usage, field) in [
