@@ -27,6 +27,10 @@ pub const KSERVE_DATATYPES: [(&str, DType); 6] = [
     ("UINT8", DType::Uint8),
 ];
 
+/// The largest entry of a tensor output's shape (SPEC.md 19.2): 2^31 - 1 keeps `n x row_bytes`
+/// within 64-bit arithmetic.
+const MAX_SHAPE_ENTRY: u64 = (1 << 31) - 1;
+
 /// KServe datatypes densewire has no dtype for: `unknown_dtype` when read.
 const OTHER_DATATYPES: [&str; 7] = ["BOOL", "INT16", "INT32", "INT64", "UINT16", "UINT32", "UINT64"];
 
@@ -227,7 +231,7 @@ fn spec(i: usize, o: &Value) -> Result<Spec<'_>> {
         }
         v => return Err(bad_shape(&field, dtype.is_some(), v)),
     };
-    if dtype.is_some() && !(1..=2).contains(&shape.len()) {
+    if dtype.is_some() && (!(1..=2).contains(&shape.len()) || shape.iter().any(|&s| s > MAX_SHAPE_ENTRY)) {
         return Err(bad_shape(&field, true, object.get("shape")));
     }
     match parameters.get("quantization") {
@@ -243,7 +247,7 @@ fn spec(i: usize, o: &Value) -> Result<Spec<'_>> {
 }
 
 fn bad_shape(field: &str, tensor: bool, v: Option<&Value>) -> Error {
-    let what = if tensor { "one or two " } else { "" };
+    let what = if tensor { "one or two (each at most 2^31 - 1) " } else { "" };
     let shown: String = v.map_or("absent".to_owned(), Value::to_string).chars().take(60).collect();
     invalid(format!("{field}.shape"), format!("must be an array of {what}non-negative integers, not {shown}"))
 }

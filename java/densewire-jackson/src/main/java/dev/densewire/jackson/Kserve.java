@@ -279,7 +279,8 @@ public final class Kserve {
             s.shape = new long[shape.size()];
             for (int k = 0; k < shape.size(); k++) {
                 JsonNode v = shape.get(k);
-                if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < 0) {
+                if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < 0
+                        || s.dtype != null && v.longValue() > Integer.MAX_VALUE) {
                     ok = false;
                     break;
                 }
@@ -288,7 +289,7 @@ public final class Kserve {
         }
         if (!ok) {
             String shown = shape == null ? "absent" : shape.toString();
-            throw invalid(s.field + ".shape", "must be an array of " + (s.dtype == null ? "" : "one or two ")
+            throw invalid(s.field + ".shape", "must be an array of " + (s.dtype == null ? "" : "one or two (each at most 2^31 - 1) ")
                     + "non-negative integers, not " + (shown.length() > 60 ? shown.substring(0, 60) : shown));
         }
         JsonNode q = s.parameters.get("quantization");
