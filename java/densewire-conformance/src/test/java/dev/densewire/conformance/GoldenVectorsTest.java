@@ -53,6 +53,8 @@ class GoldenVectorsTest {
         runners.put("quantization.json", GoldenQuantization::run);
         runners.put("retry.json", GoldenRetry::run);
         runners.put("kserve.json", GoldenKserve::run);
+        runners.put("ragged.json", GoldenRagged::run);
+        runners.put("sparse.json", GoldenRagged::run);
         Map<String, JsonNode> cases = new LinkedHashMap<>();
         for (String name : runners.keySet()) {
             JsonNode doc = Golden.load(name);
@@ -183,7 +185,12 @@ class GoldenVectorsTest {
     // ------------------------------------------------------------------ invalid.json
 
     static void invalidCase(JsonNode c) {
-        DensewireException e = assertThrows(DensewireException.class, () -> runInvalid(c));
+        expectError(c, () -> runInvalid(c));
+    }
+
+    /** {@code decode} fails with the case's category, and its offset and field where the case gives them. */
+    static void expectError(JsonNode c, Runnable decode) {
+        DensewireException e = assertThrows(DensewireException.class, decode::run);
         assertEquals(c.get("error").asText(), e.category().code(), e.getMessage());
         if (c.has("offset")) {
             assertEquals(c.get("offset").asLong(), e.offset().orElse(-1), "offset: " + e.getMessage());
