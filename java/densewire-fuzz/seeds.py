@@ -91,6 +91,12 @@ def seeds():
             continue
         length = next((v for k, v in c["headers"].items() if k.lower() == "inference-header-content-length"), "")
         put("KserveFuzzTest", c, length.encode() + b"\n" + body(c))
+    for kind in ("ragged", "sparse"):
+        for c in json.loads((GOLDEN / f"{kind}.json").read_text())["cases"]:
+            line = f"{kind} {c['format']}" + (" response" if c.get("message", "").endswith("Response") else "")
+            if "headers" in c:
+                line += "\t" + ";".join(f"{k}: {v}" for k, v in c["headers"].items())
+            put("RaggedFuzzTest", c, line.encode() + b"\n" + body(c))
     return out
 
 
