@@ -489,8 +489,57 @@ pub fn kserve(data: &[u8]) {
     }
 }
 
+/// A ragged or sparse body (SPEC.md section 19): the first byte chooses the format (`b % 5` of
+/// JSON, raw, MessagePack, Protobuf, Arrow; Protobuf reads the response message when `b / 5` is
+/// odd); a raw body's headers come from the next 6 bytes (dtype `% 7`, `n`, `d` or `V` as a
+/// little-endian u32). Whatever decodes must encode in the same format to a body that decodes to
+/// the same tensor.
+fn kind_target<T: PartialEq + std::fmt::Debug>(
+    data: &[u8],
+    kind: &str,
+    decode: fn(Format, &[(&str, &str)], Bytes, bool) -> Result<crate::Batch<T>, Error>,
+    encode: fn(&crate::Batch<T>, Format, JsonOptions) -> Result<crate::Encoded, Error>,
+) {
+    let Some((&b, rest)) = data.split_first() else { return };
+    let format = [Format::Json, Format::Raw, Format::Msgpack, Format::Protobuf, Format::Arrow][b as usize % 5];
+    let response = (b / 5) % 2 == 1;
+    let (headers, body): (Vec<(String, String)>, &[u8]) = if format == Format::Raw {
+        if rest.len() < 6 {
+            return;
+        }
+        let d = u32::from_le_bytes(rest[2..6].try_into().unwrap());
+        let h = vec![
+            ("Densewire-Kind".to_string(), kind.to_string()),
+            ("Densewire-Dtype".to_string(), DType::ALL[rest[0] as usize % 7].name().to_string()),
+            ("Densewire-Shape".to_string(), format!("{},{d}", rest[1])),
+        ];
+        (h, &rest[6..])
+    } else {
+        (Vec::new(), rest)
+    };
+    let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let Ok(got) = decode(format, &pairs, Bytes::copy_from_slice(body), response) else { return };
+    let opts = JsonOptions { encoding_format: EncodingFormat::Base64, byteorder: ByteOrder::Little };
+    let enc =
+        encode(&got, format, opts).unwrap_or_else(|e| panic!("{format}: a decoded {kind} body failed to encode: {e}"));
+    let pairs: Vec<(&str, &str)> = enc.headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let back = decode(format, &pairs, enc.body, response || format != Format::Protobuf)
+        .unwrap_or_else(|e| panic!("{format}: our own {kind} encoding failed to decode: {e}"));
+    assert_eq!(back.tensor, got.tensor, "{format}: the {kind} round trip changed the tensor");
+}
+
+/// Ragged bodies (SPEC.md 19.1), by [`kind_target`].
+pub fn ragged(data: &[u8]) {
+    kind_target(data, "ragged", |f, h, b, r| crate::RaggedEmbeddings::decode(f, h, b, r), |e, f, o| e.encode(f, o));
+}
+
+/// Sparse bodies (SPEC.md 19.2), by [`kind_target`].
+pub fn sparse(data: &[u8]) {
+    kind_target(data, "sparse", |f, h, b, r| crate::SparseEmbeddings::decode(f, h, b, r), |e, f, o| e.encode(f, o));
+}
+
 /// Every target by name, for the corpus runner.
-pub const TARGETS: [Target; 15] = [
+pub const TARGETS: [Target; 17] = [
     ("base64", base64),
     ("raw", raw),
     ("json", json),
@@ -506,6 +555,8 @@ pub const TARGETS: [Target; 15] = [
     ("table_arrow", table_arrow),
     ("pgcopy", pgcopy),
     ("kserve", kserve),
+    ("ragged", ragged),
+    ("sparse", sparse),
 ];
 
 #[allow(dead_code)]

@@ -362,7 +362,10 @@ pub fn decode_kserve<H: Headers + ?Sized>(headers: &H, body: Bytes) -> Result<Ks
     let outputs = match doc.get("outputs") {
         Some(Value::Array(a)) => a,
         v => {
-            return Err(invalid("outputs", format!("must be an array of outputs, not {}", v.map_or("absent", kind_of))));
+            return Err(invalid(
+                "outputs",
+                format!("must be an array of outputs, not {}", v.map_or("absent", kind_of)),
+            ));
         }
     };
     let specs = outputs.iter().enumerate().map(|(i, o)| spec(i, o)).collect::<Result<Vec<_>>>()?;
