@@ -15,8 +15,8 @@ Contenders (HTTP/1.1 on loopback, one request at a time, the same 1,000 texts ea
 * ``v1_raw``: ``POST /v1/embeddings`` with ``Accept: application/octet-stream`` by httpx, read by
   ``densewire.decode_raw``; ``v1_raw_gevent``: the same by geventhttpclient, the HTTP client under
   ``tritonclient.http`` (so that the client library's share of end-to-end time shows).
-* gRPC raw contents (``tritonclient.grpc``, ``raw_output_contents``): the ``grpc`` branch adds it to
-  the ``contenders`` (end to end) and ``decoders`` (client decode) dicts of ``main()``; RESULTS.md has its columns.
+* gRPC raw contents (``tritonclient.grpc``, ``raw_output_contents``): ``grpc_bench.py`` beside this
+  file (the ``grpc`` branch), RESULTS-grpc.md.
 
 Two figures: **client decode rate** (rows/s of turning one captured response body into a numpy array,
 exactly what each client does after the bytes arrived: tritonclient's ``InferResult`` +
