@@ -4,12 +4,11 @@
 //! read from a blob is a [`Tensor`] sharing the body (no copy); a `BYTES` output's elements are
 //! slices of the body too.
 
-use crate::convert::{f64_to_bf16, f64_to_f16};
 use crate::dtype::DType;
 use crate::embeddings::Embeddings;
 use crate::error::{Error, ErrorKind, Result, err};
 use crate::headers::Headers;
-use crate::json::json_error;
+use crate::json::{json_error, put_number};
 use crate::tensor::{Tensor, expected_len};
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -297,29 +296,13 @@ fn flatten<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
 }
 
 fn tensor_from_json(values: &[&Value], dtype: DType, (n, d): (usize, usize), field: &str) -> Result<Tensor> {
-    let item = dtype.item_bytes();
-    let mut buf = Vec::with_capacity(values.len() * item);
+    let mut buf = vec![0u8; values.len() * dtype.item_bytes()];
     for (j, v) in values.iter().enumerate() {
         let bad = |m: String| invalid(format!("{field}[{j}]"), m);
         let Value::Number(num) = v else { return Err(bad(format!("must be a number, not {}", kind_of(v)))) };
-        match dtype {
-            DType::Int8 | DType::Uint8 => {
-                let (lo, hi) = if dtype == DType::Int8 { (-128, 127) } else { (0, 255) };
-                match num.as_i64() {
-                    Some(x) if (lo..=hi).contains(&x) => buf.push(x as u8),
-                    _ => return Err(bad(format!("{num} is not a {} value ({lo} to {hi})", dtype.name()))),
-                }
-            }
-            _ => {
-                let x = num.as_f64().ok_or_else(|| bad(format!("{num} is not a number")))?;
-                match dtype {
-                    DType::Float32 => buf.extend_from_slice(&(x as f32).to_le_bytes()),
-                    DType::Float64 => buf.extend_from_slice(&x.to_le_bytes()),
-                    DType::Float16 => buf.extend_from_slice(&f64_to_f16(x.to_bits()).to_le_bytes()),
-                    _ => buf.extend_from_slice(&f64_to_bf16(x.to_bits()).to_le_bytes()),
-                }
-            }
-        }
+        // the JSON envelope's rule (SPEC.md 3.5): 3.0 is the integer 3 for int8 and uint8
+        let x = num.as_f64().ok_or_else(|| bad(format!("{num} is not a number")))?;
+        put_number(dtype, x, &mut buf, j).map_err(|what| bad(format!("{num}: {what}")))?;
     }
     Tensor::new(dtype, n, d, crate::tensor::aligned_copy(&buf))
 }
@@ -512,6 +495,16 @@ mod tests {
         let emb = r.embeddings("e").unwrap();
         assert_eq!((emb.tensor.dtype(), emb.quantization.as_deref()), (DType::Uint8, Some("q")));
         assert_eq!(r.embeddings("t").unwrap_err().field_name(), Some("outputs"));
+    }
+
+    #[test]
+    fn integral_floats_are_integers_of_int8_json_data() {
+        let body =
+            Bytes::from_static(br#"{"outputs":[{"name":"e","datatype":"INT8","shape":[1,2],"data":[3.0,-128]}]}"#);
+        let r = decode_kserve(&[("", "")], body).unwrap();
+        assert_eq!(r.outputs[0].tensor().unwrap().as_bytes(), &[3, 0x80]);
+        let bad = Bytes::from_static(br#"{"outputs":[{"name":"e","datatype":"UINT8","shape":[1,1],"data":[2.5]}]}"#);
+        assert_eq!(decode_kserve(&[("", "")], bad).unwrap_err().field_name(), Some("outputs[0].data[0]"));
     }
 
     #[test]

@@ -3,10 +3,10 @@ package dev.densewire.jackson;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.densewire.Conversions;
 import dev.densewire.DensewireException;
 import dev.densewire.DensewireException.Category;
 import dev.densewire.Dtype;
+import dev.densewire.JsonEnvelope;
 import dev.densewire.Tensor;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -343,29 +343,7 @@ public final class Kserve {
             if (!v.isNumber()) {
                 throw invalid(f, "must be a number, not " + kind(v));
             }
-            switch (dtype) {
-                case INT8:
-                case UINT8: {
-                    long lo = dtype == Dtype.INT8 ? -128 : 0;
-                    long hi = dtype == Dtype.INT8 ? 127 : 255;
-                    if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < lo || v.longValue() > hi) {
-                        throw invalid(f, v + " is not a " + dtype.wireName() + " value (" + lo + " to " + hi + ")");
-                    }
-                    out.put((byte) v.longValue());
-                    break;
-                }
-                case FLOAT32:
-                    out.putFloat((float) v.doubleValue());
-                    break;
-                case FLOAT64:
-                    out.putDouble(v.doubleValue());
-                    break;
-                case FLOAT16:
-                    out.putShort(Conversions.doubleToFloat16(v.doubleValue()));
-                    break;
-                default:
-                    out.putShort(Conversions.doubleToBfloat16(v.doubleValue()));
-            }
+            JsonEnvelope.putNumber(out, dtype, v.doubleValue(), f); // 3.0 is the integer 3 (SPEC.md 3.5)
         }
         out.flip();
         return Tensor.of(dtype, (int) nd[0], (int) nd[1], out);

@@ -46,6 +46,17 @@ class KserveTest {
     }
 
     @Test
+    void integralFloatsAreIntegersOfInt8JsonData() {
+        byte[] body = "{\"outputs\":[{\"name\":\"e\",\"datatype\":\"INT8\",\"shape\":[1,2],\"data\":[3.0,-128]}]}"
+                .getBytes(StandardCharsets.UTF_8);
+        assertEquals(3, Kserve.decode(Map.of(), body).output("e").tensor().data().get(0));
+        byte[] bad = "{\"outputs\":[{\"name\":\"e\",\"datatype\":\"UINT8\",\"shape\":[1,1],\"data\":[2.5]}]}"
+                .getBytes(StandardCharsets.UTF_8);
+        DensewireException x = assertThrows(DensewireException.class, () -> Kserve.decode(Map.of(), bad));
+        assertEquals("outputs[0].data[0]", x.field().orElse(null));
+    }
+
+    @Test
     void shapesNoBodyHoldsAreErrorsNotOverflows() {
         String[][] cases = {
             {"{\"outputs\":[{\"name\":\"e\",\"datatype\":\"FP64\",\"shape\":[4294967296,4294967296],"
