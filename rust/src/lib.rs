@@ -60,6 +60,8 @@ mod client;
 #[cfg(feature = "reqwest")]
 mod client_tables;
 #[cfg(feature = "reqwest")]
+mod client_tokens;
+#[cfg(feature = "reqwest")]
 mod retry;
 
 #[doc(hidden)]
