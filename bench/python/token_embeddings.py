@@ -1,4 +1,4 @@
-"""Per-token output (SPEC.md 19) in densewire's ragged formats against TEI's ``/embed_all`` JSON shape,
+"""Per-token output (SPEC.md 20) in densewire's ragged formats against TEI's ``/embed_all`` JSON shape,
 side by side in one run: bytes and Python decode time.
 
     .venv/bin/python bench/python/token_embeddings.py [--docs 100] [--tokens 256] [--rounds 7]

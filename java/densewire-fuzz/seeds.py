@@ -86,6 +86,17 @@ def seeds():
         cols = c["columns"]
         line = f"{cols[0]['type'] if len(cols) == 2 else '-'} {cols[-1]['type']}"
         put("PgCopyFuzzTest", c, line.encode() + b"\n" + b)
+    for c in json.loads((GOLDEN / "kserve.json").read_text())["cases"]:
+        if c["format"] != "kserve":
+            continue
+        length = next((v for k, v in c["headers"].items() if k.lower() == "inference-header-content-length"), "")
+        put("KserveFuzzTest", c, length.encode() + b"\n" + body(c))
+    for kind in ("ragged", "sparse"):
+        for c in json.loads((GOLDEN / f"{kind}.json").read_text())["cases"]:
+            line = f"{kind} {c['format']}" + (" response" if c.get("message", "").endswith("Response") else "")
+            if "headers" in c:
+                line += "\t" + ";".join(f"{k}: {v}" for k, v in c["headers"].items())
+            put("RaggedFuzzTest", c, line.encode() + b"\n" + body(c))
     return out
 
 

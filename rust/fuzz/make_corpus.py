@@ -24,7 +24,7 @@ def cases(name):
 
 def main():
     out = {t: {} for t in ["base64", "raw", "json", "request", "negotiate", "msgpack", "protobuf", "arrow",
-                           "table_json", "table_csv", "table_msgpack", "table_protobuf", "table_arrow", "pgcopy"]}
+                           "table_json", "table_csv", "table_msgpack", "table_protobuf", "table_arrow", "pgcopy", "kserve", "ragged", "sparse"]}
     for c in cases("tensors") + cases("invalid") + cases("interop"):
         fmt = c["format"]
         body = bytes.fromhex(c["encoded_hex"]) if "encoded_hex" in c else bytes.fromhex(c.get("input_hex", ""))
@@ -83,6 +83,28 @@ def main():
         id_type = cols[0]["type"] if len(cols) == 2 else None
         first = vector_types.index(cols[-1]["type"]) + 4 * id_types.index(id_type)
         out["pgcopy"][c["id"]] = bytes([first]) + bytes.fromhex(c.get("encoded_hex", c.get("input_hex", "")))
+    for c in cases("kserve"):  # responses and invalid bodies: "VALUE\nBODY", VALUE the header length
+        if c["format"] != "kserve":
+            continue
+        length = next((v for k, v in c["headers"].items() if k.lower() == "inference-header-content-length"), "")
+        out["kserve"][c["id"]] = length.encode() + b"\n" + bytes.fromhex(c.get("encoded_hex", c.get("input_hex", "")))
+    kind_formats = ["json", "raw", "msgpack", "protobuf", "arrow"]
+    for kind in ("ragged", "sparse"):  # first byte: the format (+5 for a Protobuf response); raw: dtype, n, d/V
+        for c in cases(kind):
+            fmt = c["format"]
+            body = (c.get("encoded_text") or c.get("input_text") or "").encode() or bytes.fromhex(
+                c.get("encoded_hex", c.get("input_hex", "")))
+            first = kind_formats.index(fmt) + (5 if c.get("message", "").endswith("Response") else 0)
+            prefix = bytes([first])
+            if fmt == "raw":
+                h = {k.lower(): v for k, v in c["headers"].items()}
+                dtype = DTYPES.index(h["densewire-dtype"]) if h.get("densewire-dtype") in DTYPES else 7
+                try:
+                    n, d = (int(x) for x in h.get("densewire-shape", "0,0").split(","))
+                except ValueError:
+                    n, d = 0, 0
+                prefix += bytes([dtype, n % 256]) + (d % (1 << 32)).to_bytes(4, "little")
+            out[kind][c["id"]] = prefix + body
     for target, files in out.items():
         d = HERE / "corpus" / target
         d.mkdir(parents=True, exist_ok=True)

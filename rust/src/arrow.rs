@@ -19,11 +19,11 @@ use std::sync::Arc;
 
 const COLUMN: &str = "embedding";
 
-fn arrow_err(e: ArrowError) -> Error {
+pub(crate) fn arrow_err(e: ArrowError) -> Error {
     err(ErrorKind::Malformed, format!("invalid Arrow IPC stream: {e}"))
 }
 
-fn item_type(dtype: DType) -> DataType {
+pub(crate) fn item_type(dtype: DType) -> DataType {
     match dtype {
         DType::Float32 => DataType::Float32,
         DType::Float16 => DataType::Float16,
@@ -50,36 +50,10 @@ fn to_i32(v: usize, what: &str) -> Result<i32> {
 /// ```
 pub fn encode_arrow(e: &Embeddings) -> Result<Vec<u8>> {
     let t = &e.tensor;
-    let (n, d) = t.shape();
+    let (_, d) = t.shape();
     let dtype = t.dtype();
-    let buffer = if t.as_bytes().is_empty() {
-        Buffer::from(arrow_buffer::MutableBuffer::new(0)) // arrow's own (aligned) empty buffer
-    } else if (t.as_bytes().as_ptr() as usize) % 8 == 0 {
-        Buffer::from(t.bytes().clone()) // no copy
-    } else {
-        Buffer::from(aligned_copy(t.as_bytes()))
-    };
     let field_meta = HashMap::from([("densewire.dtype".to_string(), dtype.name().to_string())]);
-    let (typ, array): (DataType, ArrayRef) = if dtype == DType::Binary {
-        let width = to_i32(t.row_bytes(), "row width")?;
-        let arr = FixedSizeBinaryArray::try_new_with_len(width, buffer, None, n).map_err(arrow_err)?;
-        (DataType::FixedSizeBinary(width), Arc::new(arr))
-    } else {
-        let count = n * d;
-        let values: ArrayRef = match dtype {
-            DType::Float32 => Arc::new(PrimitiveArray::<Float32Type>::new(ScalarBuffer::new(buffer, 0, count), None)),
-            DType::Float16 => Arc::new(PrimitiveArray::<Float16Type>::new(ScalarBuffer::new(buffer, 0, count), None)),
-            DType::BFloat16 => Arc::new(PrimitiveArray::<UInt16Type>::new(ScalarBuffer::new(buffer, 0, count), None)),
-            DType::Float64 => Arc::new(PrimitiveArray::<Float64Type>::new(ScalarBuffer::new(buffer, 0, count), None)),
-            DType::Int8 => Arc::new(PrimitiveArray::<Int8Type>::new(ScalarBuffer::new(buffer, 0, count), None)),
-            DType::Uint8 => Arc::new(PrimitiveArray::<UInt8Type>::new(ScalarBuffer::new(buffer, 0, count), None)),
-            DType::Binary => unreachable!(),
-        };
-        let item = Arc::new(Field::new("item", item_type(dtype), false));
-        let size = to_i32(d, "dimensions")?;
-        let arr = FixedSizeListArray::try_new_with_length(item.clone(), size, values, None, n).map_err(arrow_err)?;
-        (DataType::FixedSizeList(item, size), Arc::new(arr))
-    };
+    let (typ, array) = rows_array(t)?;
     let mut meta = HashMap::from([
         ("densewire.version".to_string(), "1".to_string()),
         ("densewire.dtype".to_string(), dtype.name().to_string()),
@@ -104,6 +78,40 @@ pub fn encode_arrow(e: &Embeddings) -> Result<Vec<u8>> {
     w.finish().map_err(arrow_err)?;
     drop(w);
     Ok(out)
+}
+
+/// The rows of a tensor as one Arrow array of `n` items: `FixedSizeList<item, d>` (bfloat16 as
+/// UInt16 bits) or `FixedSizeBinary(ceil(d / 8))` for binary, over the tensor's buffer (no copy
+/// when it is 8-byte aligned).
+pub(crate) fn rows_array(t: &Tensor) -> Result<(DataType, ArrayRef)> {
+    let (n, d) = t.shape();
+    let dtype = t.dtype();
+    let buffer = if t.as_bytes().is_empty() {
+        Buffer::from(arrow_buffer::MutableBuffer::new(0)) // arrow's own (aligned) empty buffer
+    } else if (t.as_bytes().as_ptr() as usize) % 8 == 0 {
+        Buffer::from(t.bytes().clone()) // no copy
+    } else {
+        Buffer::from(aligned_copy(t.as_bytes()))
+    };
+    if dtype == DType::Binary {
+        let width = to_i32(t.row_bytes(), "row width")?;
+        let arr = FixedSizeBinaryArray::try_new_with_len(width, buffer, None, n).map_err(arrow_err)?;
+        return Ok((DataType::FixedSizeBinary(width), Arc::new(arr)));
+    }
+    let count = n * d;
+    let values: ArrayRef = match dtype {
+        DType::Float32 => Arc::new(PrimitiveArray::<Float32Type>::new(ScalarBuffer::new(buffer, 0, count), None)),
+        DType::Float16 => Arc::new(PrimitiveArray::<Float16Type>::new(ScalarBuffer::new(buffer, 0, count), None)),
+        DType::BFloat16 => Arc::new(PrimitiveArray::<UInt16Type>::new(ScalarBuffer::new(buffer, 0, count), None)),
+        DType::Float64 => Arc::new(PrimitiveArray::<Float64Type>::new(ScalarBuffer::new(buffer, 0, count), None)),
+        DType::Int8 => Arc::new(PrimitiveArray::<Int8Type>::new(ScalarBuffer::new(buffer, 0, count), None)),
+        DType::Uint8 => Arc::new(PrimitiveArray::<UInt8Type>::new(ScalarBuffer::new(buffer, 0, count), None)),
+        DType::Binary => unreachable!(),
+    };
+    let item = Arc::new(Field::new("item", item_type(dtype), false));
+    let size = to_i32(d, "dimensions")?;
+    let arr = FixedSizeListArray::try_new_with_length(item.clone(), size, values, None, n).map_err(arrow_err)?;
+    Ok((DataType::FixedSizeList(item, size), Arc::new(arr)))
 }
 
 /// Reads a whole Arrow IPC stream: its schema and record batches (sharing `body`). A stream without
@@ -144,55 +152,7 @@ pub fn decode_arrow(body: Bytes) -> Result<Embeddings> {
         .ok_or_else(|| err(ErrorKind::InvalidField, "the stream has no column named embedding").field(COLUMN))?;
     let meta = schema.metadata();
     let declared = field.metadata().get("densewire.dtype").or_else(|| meta.get("densewire.dtype"));
-    let bad_type = |why: String| err(ErrorKind::InvalidField, why).field(COLUMN);
-    let (dtype, dims) = match field.data_type() {
-        DataType::FixedSizeList(item, size) => {
-            let from_type = match item.data_type() {
-                DataType::Float32 => Some(DType::Float32),
-                DataType::Float16 => Some(DType::Float16),
-                DataType::Float64 => Some(DType::Float64),
-                DataType::Int8 => Some(DType::Int8),
-                DataType::UInt8 => Some(DType::Uint8),
-                DataType::UInt16 => None,
-                other => return Err(bad_type(format!("list items of type {other} are not a densewire dtype"))),
-            };
-            let dtype = match (declared, from_type) {
-                (Some(name), _) => DType::from_name(name)?,
-                (None, Some(d)) => d,
-                (None, None) => return Err(bad_type("UInt16 items without densewire.dtype metadata".into())),
-            };
-            if dtype == DType::Binary || item_type(dtype) != *item.data_type() {
-                return Err(bad_type(format!("{dtype} is not carried as {}", field.data_type())));
-            }
-            (dtype, *size as usize)
-        }
-        DataType::FixedSizeBinary(width) => {
-            if let Some(name) = declared {
-                if DType::from_name(name)? != DType::Binary {
-                    return Err(bad_type(format!("{name} is not carried as {}", field.data_type())));
-                }
-            }
-            let width = *width as usize;
-            let dims = match meta
-                .get("densewire.dimensions")
-                .map(|d| count(d, "densewire.dimensions"))
-                .transpose()?
-                .map(|d| d as usize)
-            {
-                Some(d) if d.div_ceil(8) == width => d,
-                Some(d) => {
-                    return Err(err(
-                        ErrorKind::ShapeMismatch,
-                        format!("densewire.dimensions {d} needs rows of {} bytes, not {width}", d.div_ceil(8)),
-                    )
-                    .field("densewire.dimensions"));
-                }
-                None => width * 8,
-            };
-            (DType::Binary, dims)
-        }
-        other => return Err(bad_type(format!("type {other} is not a densewire column"))),
-    };
+    let (dtype, dims) = fixed_rows_type(field.data_type(), declared, meta.get("densewire.dimensions"))?;
     let mut parts: Vec<Bytes> = Vec::with_capacity(batches.len());
     let mut rows = 0usize;
     for b in &batches {
@@ -218,9 +178,63 @@ pub fn decode_arrow(body: Bytes) -> Result<Embeddings> {
     Ok(Embeddings { tensor, model, usage, quantization })
 }
 
+/// The dtype and `d` of a column of rows (section 10): `FixedSizeList<item, d>` or
+/// `FixedSizeBinary`, checked against the declared `densewire.dtype` (`invalid_field` on
+/// `embedding` when they disagree) and, for binary, `densewire.dimensions`.
+pub(crate) fn fixed_rows_type(
+    typ: &DataType,
+    declared: Option<&String>,
+    dimensions: Option<&String>,
+) -> Result<(DType, usize)> {
+    let bad_type = |why: String| err(ErrorKind::InvalidField, why).field(COLUMN);
+    Ok(match typ {
+        DataType::FixedSizeList(item, size) => {
+            let from_type = match item.data_type() {
+                DataType::Float32 => Some(DType::Float32),
+                DataType::Float16 => Some(DType::Float16),
+                DataType::Float64 => Some(DType::Float64),
+                DataType::Int8 => Some(DType::Int8),
+                DataType::UInt8 => Some(DType::Uint8),
+                DataType::UInt16 => None,
+                other => return Err(bad_type(format!("list items of type {other} are not a densewire dtype"))),
+            };
+            let dtype = match (declared, from_type) {
+                (Some(name), _) => DType::from_name(name)?,
+                (None, Some(d)) => d,
+                (None, None) => return Err(bad_type("UInt16 items without densewire.dtype metadata".into())),
+            };
+            if dtype == DType::Binary || item_type(dtype) != *item.data_type() {
+                return Err(bad_type(format!("{dtype} is not carried as {typ}")));
+            }
+            (dtype, *size as usize)
+        }
+        DataType::FixedSizeBinary(width) => {
+            if let Some(name) = declared {
+                if DType::from_name(name)? != DType::Binary {
+                    return Err(bad_type(format!("{name} is not carried as {typ}")));
+                }
+            }
+            let width = *width as usize;
+            let dims = match dimensions.map(|d| count(d, "densewire.dimensions")).transpose()?.map(|d| d as usize) {
+                Some(d) if d.div_ceil(8) == width => d,
+                Some(d) => {
+                    return Err(err(
+                        ErrorKind::ShapeMismatch,
+                        format!("densewire.dimensions {d} needs rows of {} bytes, not {width}", d.div_ceil(8)),
+                    )
+                    .field("densewire.dimensions"));
+                }
+                None => width * 8,
+            };
+            (DType::Binary, dims)
+        }
+        other => return Err(bad_type(format!("type {other} is not a densewire column"))),
+    })
+}
+
 /// A metadata value that must be a decimal count (SPEC.md section 10): anything else, `6.4e1` or
 /// `many`, is `invalid_field` on its key rather than a default.
-fn count(value: &str, key: &'static str) -> Result<u64> {
+pub(crate) fn count(value: &str, key: &'static str) -> Result<u64> {
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
         return Err(err(ErrorKind::InvalidField, format!("{key} must be a decimal count, got {value:?}")).field(key));
     }
@@ -228,7 +242,7 @@ fn count(value: &str, key: &'static str) -> Result<u64> {
 }
 
 /// The little-endian bytes of one batch's column, sharing arrow's buffer.
-fn column_bytes(a: &dyn Array, dtype: DType) -> Result<Bytes> {
+pub(crate) fn column_bytes(a: &dyn Array, dtype: DType) -> Result<Bytes> {
     let nulls = || err(ErrorKind::InvalidField, "the embedding column holds nulls").field(COLUMN);
     if a.null_count() > 0 {
         return Err(nulls());

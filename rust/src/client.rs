@@ -33,17 +33,17 @@ use std::time::Duration;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Client {
-    http: reqwest::Client,
+    pub(crate) http: reqwest::Client,
     url: String,
     /// The base URL ending in `/v1`.
-    v1: String,
+    pub(crate) v1: String,
     api_key: Option<String>,
     format: Format,
     /// The `Accept` header, made once.
-    accept: http::HeaderValue,
+    pub(crate) accept: http::HeaderValue,
     concurrency: usize,
     batch_size: usize,
-    retry: RetryPolicy,
+    pub(crate) retry: RetryPolicy,
     /// Published quantizations fetched so far, by id (shared by the clones of this client).
     quantizations: Arc<Mutex<HashMap<String, Arc<Quantization>>>>,
 }

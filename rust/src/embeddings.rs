@@ -4,6 +4,7 @@
 //! to them.
 
 use crate::dtype::ByteOrder;
+use crate::error::{Error, ErrorKind, err};
 use crate::tensor::Tensor;
 
 /// Token counts of an embeddings response.
@@ -13,6 +14,57 @@ pub struct Usage {
     pub prompt_tokens: u64,
     /// Tokens billed.
     pub total_tokens: u64,
+}
+
+impl Usage {
+    /// The largest count: 2^53 - 1, the largest integer every language's JSON numbers hold exactly
+    /// (SPEC.md section 6.2).
+    pub const MAX_COUNT: u64 = (1 << 53) - 1;
+
+    /// The `usage` of a JSON envelope (SPEC.md section 6.2), as its raw text: `None` when absent
+    /// or null, an object whose `prompt_tokens` and `total_tokens` are integers from 0 to
+    /// [`Usage::MAX_COUNT`] (0 when absent); anything else is `invalid_field` on `usage`,
+    /// `usage.prompt_tokens` or `usage.total_tokens`. Raw, so that a count past binary64
+    /// (`1e3080`) is that field's error rather than the parser's.
+    pub(crate) fn from_json(raw: Option<&serde_json::value::RawValue>) -> Result<Option<Usage>, Error> {
+        let Some(raw) = raw else { return Ok(None) };
+        let text = raw.get();
+        if text == "null" {
+            return Ok(None);
+        }
+        let map: std::collections::HashMap<std::borrow::Cow<'_, str>, &serde_json::value::RawValue> =
+            serde_json::from_str(text).map_err(|_| Usage::not_a_map(text))?;
+        let count = |key: &str, field: &'static str| match map.get(key) {
+            None => Ok(0),
+            Some(v) => serde_json::from_str::<serde_json::Value>(v.get())
+                .ok()
+                .and_then(|n| n.as_u64())
+                .filter(|&n| n <= Usage::MAX_COUNT)
+                .ok_or_else(|| Usage::bad_count(field, v.get())),
+        };
+        Ok(Some(Usage {
+            prompt_tokens: count("prompt_tokens", "usage.prompt_tokens")?,
+            total_tokens: count("total_tokens", "usage.total_tokens")?,
+        }))
+    }
+
+    pub(crate) fn not_a_map(got: &str) -> Error {
+        err(ErrorKind::InvalidField, format!("usage must be a map of token counts, got {}", clip(got))).field("usage")
+    }
+
+    /// A count that is not an integer from 0 to 2^53 - 1; `field` is `usage.prompt_tokens` or
+    /// `usage.total_tokens`.
+    pub(crate) fn bad_count(field: &'static str, got: &str) -> Error {
+        err(ErrorKind::InvalidField, format!("{field} must be an integer from 0 to 2^53 - 1, got {}", clip(got)))
+            .field(field)
+    }
+}
+
+fn clip(s: &str) -> &str {
+    match s.char_indices().nth(40) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
 }
 
 /// How the JSON envelope writes each `embedding` (SPEC.md section 6).

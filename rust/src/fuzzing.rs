@@ -416,7 +416,6 @@ pub fn table_arrow(data: &[u8]) {
 /// A fuzz target: its name (as in `fuzz/Cargo.toml`) and its body.
 pub type Target = (&'static str, fn(&[u8]));
 
-/// Every target by name, for the corpus runner.
 /// PostgreSQL binary COPY (SPEC.md section 16): the first byte chooses the columns (vector type
 /// `b % 4` of vector, halfvec, bit, sparsevec; id type `b / 4 % 5` of none, int8, int4, text, uuid),
 /// the rest is the stream. Whatever decodes must encode (unless it holds what a writer refuses, as
@@ -450,7 +449,97 @@ pub fn pgcopy(data: &[u8]) {
     }
 }
 
-pub const TARGETS: [Target; 14] = [
+/// KServe v2 responses (SPEC.md section 19.3): the input is `VALUE\nBODY`, VALUE the
+/// `Inference-Header-Content-Length` (absent when empty). A body that reads must have its binary
+/// tensors and BYTES elements inside the body, tensors of the size their shape gives, and read the
+/// same again; an error's offset is within the body.
+pub fn kserve(data: &[u8]) {
+    use crate::{HEADER_INFERENCE_HEADER_CONTENT_LENGTH, KserveData, decode_kserve};
+    let Some(nl) = data.iter().position(|&b| b == b'\n') else { return };
+    let Ok(value) = std::str::from_utf8(&data[..nl]) else { return };
+    let body = Bytes::copy_from_slice(&data[nl + 1..]);
+    let headers: Vec<(&str, &str)> =
+        if value.is_empty() { vec![] } else { vec![(HEADER_INFERENCE_HEADER_CONTENT_LENGTH, value)] };
+    match decode_kserve(&headers[..], body.clone()) {
+        Ok(r) => {
+            let inside = |p: *const u8| body.as_ptr_range().contains(&p) || p == body.as_ptr_range().end;
+            for o in &r.outputs {
+                match &o.data {
+                    KserveData::Tensor(t) => {
+                        let want = crate::tensor::expected_len(t.dtype(), t.rows(), t.dims()).unwrap();
+                        assert_eq!(t.as_bytes().len(), want, "{}: tensor size", o.name);
+                        if o.binary && want > 0 {
+                            assert!(inside(t.as_bytes().as_ptr()), "{}: a binary tensor outside the body", o.name);
+                        }
+                    }
+                    KserveData::Bytes(e) => {
+                        if o.binary {
+                            assert!(e.iter().all(|x| x.is_empty() || inside(x.as_ptr())), "{}: elements", o.name);
+                        }
+                    }
+                }
+            }
+            assert_eq!(decode_kserve(&headers[..], body.clone()).unwrap(), r, "a second read differs");
+        }
+        Err(e) => {
+            if let Some(at) = e.offset() {
+                assert!(at <= body.len() as u64, "error offset {at} past the {}-byte body: {e}", body.len());
+            }
+        }
+    }
+}
+
+/// A ragged or sparse body (SPEC.md section 20): the first byte chooses the format (`b % 5` of
+/// JSON, raw, MessagePack, Protobuf, Arrow; Protobuf reads the response message when `b / 5` is
+/// odd); a raw body's headers come from the next 6 bytes (dtype `% 7`, `n`, `d` or `V` as a
+/// little-endian u32). Whatever decodes must encode in the same format to a body that decodes to
+/// the same tensor.
+fn kind_target<T: PartialEq + std::fmt::Debug>(
+    data: &[u8],
+    kind: &str,
+    decode: fn(Format, &[(&str, &str)], Bytes, bool) -> Result<crate::Batch<T>, Error>,
+    encode: fn(&crate::Batch<T>, Format, JsonOptions) -> Result<crate::Encoded, Error>,
+) {
+    let Some((&b, rest)) = data.split_first() else { return };
+    let format = [Format::Json, Format::Raw, Format::Msgpack, Format::Protobuf, Format::Arrow][b as usize % 5];
+    let response = (b / 5) % 2 == 1;
+    let (headers, body): (Vec<(String, String)>, &[u8]) = if format == Format::Raw {
+        if rest.len() < 6 {
+            return;
+        }
+        let d = u32::from_le_bytes(rest[2..6].try_into().unwrap());
+        let h = vec![
+            ("Densewire-Kind".to_string(), kind.to_string()),
+            ("Densewire-Dtype".to_string(), DType::ALL[rest[0] as usize % 7].name().to_string()),
+            ("Densewire-Shape".to_string(), format!("{},{d}", rest[1])),
+        ];
+        (h, &rest[6..])
+    } else {
+        (Vec::new(), rest)
+    };
+    let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let Ok(got) = decode(format, &pairs, Bytes::copy_from_slice(body), response) else { return };
+    let opts = JsonOptions { encoding_format: EncodingFormat::Base64, byteorder: ByteOrder::Little };
+    let enc =
+        encode(&got, format, opts).unwrap_or_else(|e| panic!("{format}: a decoded {kind} body failed to encode: {e}"));
+    let pairs: Vec<(&str, &str)> = enc.headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let back = decode(format, &pairs, enc.body, response || format != Format::Protobuf)
+        .unwrap_or_else(|e| panic!("{format}: our own {kind} encoding failed to decode: {e}"));
+    assert_eq!(back.tensor, got.tensor, "{format}: the {kind} round trip changed the tensor");
+}
+
+/// Ragged bodies (SPEC.md 20.1), by [`kind_target`].
+pub fn ragged(data: &[u8]) {
+    kind_target(data, "ragged", |f, h, b, r| crate::RaggedEmbeddings::decode(f, h, b, r), |e, f, o| e.encode(f, o));
+}
+
+/// Sparse bodies (SPEC.md 20.2), by [`kind_target`].
+pub fn sparse(data: &[u8]) {
+    kind_target(data, "sparse", |f, h, b, r| crate::SparseEmbeddings::decode(f, h, b, r), |e, f, o| e.encode(f, o));
+}
+
+/// Every target by name, for the corpus runner.
+pub const TARGETS: [Target; 17] = [
     ("base64", base64),
     ("raw", raw),
     ("json", json),
@@ -465,6 +554,9 @@ pub const TARGETS: [Target; 14] = [
     ("table_protobuf", table_protobuf),
     ("table_arrow", table_arrow),
     ("pgcopy", pgcopy),
+    ("kserve", kserve),
+    ("ragged", ragged),
+    ("sparse", sparse),
 ];
 
 #[allow(dead_code)]

@@ -37,9 +37,11 @@ mod embeddings;
 mod error;
 mod headers;
 mod json;
+mod kserve;
 mod media;
 mod pgcopy;
 mod quantization;
+mod ragged;
 mod raw;
 mod table;
 mod tensor;
@@ -57,6 +59,8 @@ mod axum_support;
 mod client;
 #[cfg(feature = "reqwest")]
 mod client_tables;
+#[cfg(feature = "reqwest")]
+mod client_tokens;
 #[cfg(feature = "reqwest")]
 mod retry;
 
@@ -83,6 +87,10 @@ pub use crate::embeddings::{Embeddings, EncodingFormat, JsonOptions, Usage};
 pub use crate::error::{Error, ErrorKind, Result};
 pub use crate::headers::{HEADER_VERSION, Headers};
 pub use crate::json::{EmbeddingsRequest, Input, MAX_INPUTS, decode_json, encode_json};
+pub use crate::kserve::{
+    HEADER_INFERENCE_HEADER_CONTENT_LENGTH, KSERVE_DATATYPES, KserveData, KserveOutput, KserveResponse, decode_kserve,
+    kserve_datatype,
+};
 pub use crate::media::{Format, negotiate};
 pub use crate::pgcopy::{
     CopyColumns, PGCOPY_HEADER, PGCOPY_SIGNATURE, PGCOPY_TRAILER, PgCopyChunks, PgCopyData, PgIdType, PgIds,
@@ -90,6 +98,11 @@ pub use crate::pgcopy::{
 };
 pub use crate::quantization::{
     QUANTIZATION_METHOD, Quantization, QuantizationRanges, dequantize, quantization_id, quantize,
+};
+pub use crate::ragged::{
+    Batch, HEADER_KIND, MAX_VOCABULARY, RaggedEmbeddings, RaggedTensor, SparseEmbeddings, SparseTensor,
+    decode_ragged_json, decode_ragged_raw, decode_sparse_json, decode_sparse_raw, encode_ragged_json,
+    encode_sparse_json, ragged_raw_headers, sparse_raw_headers,
 };
 pub use crate::raw::{
     HEADER_BYTEORDER, HEADER_DTYPE, HEADER_MODEL, HEADER_PROMPT_TOKENS, HEADER_SHAPE, HEADER_TOTAL_TOKENS, decode_raw,

@@ -189,7 +189,7 @@ impl<'a> Cursor<'a> {
     }
 }
 
-enum Field<T> {
+pub(crate) enum Field<T> {
     Absent,
     Ok(T),
     Bad,
@@ -208,7 +208,7 @@ pub fn decode_msgpack(body: Bytes) -> Result<Embeddings> {
     let mut shape: Field<(u64, u64)> = Field::Absent;
     let mut data: Field<(usize, usize)> = Field::Absent;
     let mut model = None;
-    let mut usage = None;
+    let mut usage = Ok(None);
     let mut quantization: Field<&[u8]> = Field::Absent;
     for _ in 0..entries {
         let (km, kat) = c.marker()?;
@@ -268,6 +268,7 @@ pub fn decode_msgpack(body: Bytes) -> Result<Embeddings> {
         return Err(length_mismatch(len, expected).field("data"));
     }
     let tensor = Tensor::new(dtype, n, d, body.slice(start..start + len))?.with_clear_padding_bits();
+    let usage = usage?;
     let quantization = match quantization {
         Field::Ok(q) => Some(String::from_utf8_lossy(q).into_owned()),
         Field::Absent => None,
@@ -298,7 +299,7 @@ impl WithMessage for Error {
     }
 }
 
-fn read_shape(c: &mut Cursor<'_>) -> Result<Field<(u64, u64)>> {
+pub(crate) fn read_shape(c: &mut Cursor<'_>) -> Result<Field<(u64, u64)>> {
     let save = c.pos;
     let (m, _) = c.marker()?;
     if !matches!(m, Marker::FixArray(_) | Marker::Array16 | Marker::Array32) {
@@ -318,23 +319,41 @@ fn read_shape(c: &mut Cursor<'_>) -> Result<Field<(u64, u64)>> {
     Ok(if ok { Field::Ok((vals[0], vals[1])) } else { Field::Bad })
 }
 
-fn read_usage(c: &mut Cursor<'_>) -> Result<Option<Usage>> {
+/// The `usage` value: `None` for nil, a map of non-negative integer counts (0 when absent). The
+/// outer error is the cursor's (a truncated or malformed body, raised at once); the inner one is
+/// `invalid_field` on `usage` or a count, raised after the tensor, as the JSON decoder does.
+pub(crate) fn read_usage(c: &mut Cursor<'_>) -> Result<Result<Option<Usage>>> {
     let save = c.pos;
     let (m, _) = c.marker()?;
+    if matches!(m, Marker::Null) {
+        return Ok(Ok(None));
+    }
     if !matches!(m, Marker::FixMap(_) | Marker::Map16 | Marker::Map32) {
         c.pos = save;
         c.skip(0)?;
-        return Ok(None);
+        return Ok(Err(Usage::not_a_map(&format!("a MessagePack {m:?}"))));
     }
     let mut u = Usage::default();
+    let mut fault = None;
     for _ in 0..c.len_of(m)?.unwrap() {
-        match c.str_value()? {
-            Some(b"prompt_tokens") => u.prompt_tokens = c.uint_value()?.unwrap_or(0),
-            Some(b"total_tokens") => u.total_tokens = c.uint_value()?.unwrap_or(0),
-            _ => c.skip(0)?,
+        let (slot, field) = match c.str_value()? {
+            Some(b"prompt_tokens") => (&mut u.prompt_tokens, "usage.prompt_tokens"),
+            Some(b"total_tokens") => (&mut u.total_tokens, "usage.total_tokens"),
+            _ => {
+                c.skip(0)?;
+                continue;
+            }
+        };
+        let at = c.pos;
+        match c.uint_value()? {
+            Some(v) if v <= Usage::MAX_COUNT => *slot = v,
+            _ => {
+                let kind = Marker::from_u8(c.buf[at]);
+                fault.get_or_insert_with(|| Usage::bad_count(field, &format!("a MessagePack {kind:?}")));
+            }
         }
     }
-    Ok(Some(u))
+    Ok(fault.map_or(Ok(Some(u)), Err))
 }
 
 #[cfg(test)]
@@ -402,5 +421,40 @@ mod tests {
         assert!(b.windows(3).any(|w| w == [0xc5, 0x01, 0x2c])); // bin16 for 300 bytes
         assert!(b.windows(3).any(|w| w == [0x92, 0x01, 0xcd])); // shape [1, uint16 300]
         assert_eq!(decode_msgpack(b.into()).unwrap(), e);
+    }
+
+    #[test]
+    fn usage_counts_are_non_negative_integers() {
+        // {"dtype":"uint8","shape":[1,1],"data":bin[1],"usage":USAGE}
+        let with = |usage: &[u8]| {
+            let b = body(&[
+                &[0x84, 0xa5],
+                b"dtype",
+                &[0xa5],
+                b"uint8",
+                &[0xa5],
+                b"shape",
+                &[0x92, 1, 1],
+                &[0xa4],
+                b"data",
+                &[0xc4, 1, 7],
+                &[0xa5],
+                b"usage",
+                usage,
+            ]);
+            decode_msgpack(b).map(|e| e.usage)
+        };
+        let ok = [&[0x82, 0xad][..], b"prompt_tokens", &[0xd0, 5], &[0xac], b"total_tokens", &[0xcc, 200]].concat();
+        assert_eq!(with(&ok).unwrap(), Some(Usage { prompt_tokens: 5, total_tokens: 200 }));
+        assert_eq!(with(&[0xc0]).unwrap(), None);
+        assert_eq!(with(&[0x80]).unwrap(), Some(Usage::default()));
+        for (count, field) in [(&[0xa2, b'-', b'1'][..], "usage.prompt_tokens"), (&[0xff], "usage.prompt_tokens")] {
+            let bad = [&[0x81, 0xad][..], b"prompt_tokens", count].concat();
+            let e = with(&bad).unwrap_err();
+            assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some(field)), "{bad:x?}");
+        }
+        let bad = [&[0x81, 0xac][..], b"total_tokens", &[0xcb, 0x40, 8, 0, 0, 0, 0, 0, 0]].concat(); // 3.0
+        assert_eq!(with(&bad).unwrap_err().field_name(), Some("usage.total_tokens"));
+        assert_eq!(with(&[0x93, 1, 2, 3]).unwrap_err().field_name(), Some("usage"));
     }
 }

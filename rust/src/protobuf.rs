@@ -61,6 +61,9 @@ pub mod pb {
         pub total_tokens: u64,
     }
 
+    pub use crate::ragged::pb_ragged::{
+        RaggedEmbeddingsResponse, RaggedTensor, SparseEmbeddingsResponse, SparseTensor,
+    };
     pub use crate::table::protobuf::pb_table::{Column, ColumnEncoding, ColumnType, Table};
 
     /// The body of `POST /v1/embeddings` when `application/protobuf` is negotiated.
@@ -316,6 +319,28 @@ impl Reader<'_> {
         }
     }
 
+    /// A packed `repeated uint64 shape` field. An entry running past the end of its packed field is
+    /// malformed at the field's tag, even where the body ends with it (SPEC.md section 9); an
+    /// over-long varint is malformed at the varint.
+    pub(crate) fn packed_shape(&self, pos: &mut usize, tag_at: usize, shape: &mut Vec<u64>) -> Result<()> {
+        let (s, e) = self.len_delimited(pos, tag_at)?;
+        let packed = Reader { buf: self.buf, end: e };
+        let mut p = s;
+        while p < e {
+            let entry = p;
+            match packed.varint(&mut p) {
+                Ok(v) => shape.push(v),
+                Err(over_long) if p - entry == 10 => return Err(over_long),
+                Err(_) => {
+                    return Err(
+                        err(ErrorKind::Malformed, "a packed shape entry runs past the end of its field").at(tag_at)
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn tensor(&mut self, mut pos: usize) -> Result<RawTensor> {
         let mut t = RawTensor { dtype: None, shape: Vec::with_capacity(2), data: None };
         while pos < self.end {
@@ -324,28 +349,7 @@ impl Reader<'_> {
             match (field, wt) {
                 (1, 0) => t.dtype = Some(self.varint(&mut pos)?),
                 (2, 0) => t.shape.push(self.varint(&mut pos)?),
-                (2, 2) => {
-                    let (s, e) = self.len_delimited(&mut pos, tag_at)?;
-                    // An entry running past the end of its packed field is malformed at the
-                    // field's tag, even where the body ends with it (SPEC.md section 9); an
-                    // over-long varint is malformed at the varint.
-                    let packed = Reader { buf: self.buf, end: e };
-                    let mut p = s;
-                    while p < e {
-                        let entry = p;
-                        match packed.varint(&mut p) {
-                            Ok(v) => t.shape.push(v),
-                            Err(over_long) if p - entry == 10 => return Err(over_long),
-                            Err(_) => {
-                                return Err(err(
-                                    ErrorKind::Malformed,
-                                    "a packed shape entry runs past the end of its field",
-                                )
-                                .at(tag_at));
-                            }
-                        }
-                    }
-                }
+                (2, 2) => self.packed_shape(&mut pos, tag_at, &mut t.shape)?,
                 (3, 2) => t.data = Some(self.len_delimited(&mut pos, tag_at)?),
                 (1..=3, _) => return Err(wrong_wire_type(field, wt, tag_at)),
                 _ => self.skip(&mut pos, field, wt, tag_at)?,
@@ -354,7 +358,7 @@ impl Reader<'_> {
         Ok(t)
     }
 
-    fn usage(&mut self, mut pos: usize) -> Result<Usage> {
+    pub(crate) fn usage(&mut self, mut pos: usize) -> Result<Usage> {
         let mut u = Usage::default();
         while pos < self.end {
             let tag_at = pos;

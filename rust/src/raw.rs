@@ -148,7 +148,7 @@ pub fn decode_raw<H: Headers + ?Sized>(headers: &H, body: Bytes) -> Result<Embed
     Ok(Embeddings { tensor, model, usage, quantization })
 }
 
-fn parse_count(v: Option<&str>, name: &'static str) -> Result<u64> {
+pub(crate) fn parse_count(v: Option<&str>, name: &'static str) -> Result<u64> {
     match v {
         None => Ok(0),
         Some(s) => parse_decimal(s.trim())
@@ -164,7 +164,7 @@ fn parse_decimal(s: &str) -> Option<u64> {
 }
 
 /// Parses `n,d` (decimal, no spaces).
-fn parse_shape(v: &str) -> Result<(usize, usize)> {
+pub(crate) fn parse_shape(v: &str) -> Result<(usize, usize)> {
     let bad = || {
         err(ErrorKind::InvalidField, format!("Densewire-Shape {v:?} is not two non-negative integers n,d"))
             .field(HEADER_SHAPE)

@@ -156,3 +156,37 @@ async fn quantized_answers_of_densewire_serve() {
     }
     eprintln!("live server {url}: int8/uint8 answers in every format named quantization {}", id.unwrap());
 }
+
+/// Per-token embeddings (TEI's `POST /embed_all`, SPEC.md 6.4) from the server that runs the built-in
+/// model, `DENSEWIRE_OVERLOAD_URL` (scripts/test.sh starts it; the hash server has no token states):
+/// every binary format gives the same ragged tensor bit for bit, TEI's JSON the same numbers, one
+/// matrix per text over one buffer; without the variable this test says so and checks nothing.
+#[tokio::test]
+async fn embed_tokens_against_densewire_serve() {
+    let Ok(url) = std::env::var("DENSEWIRE_OVERLOAD_URL") else {
+        eprintln!("DENSEWIRE_OVERLOAD_URL is not set: no live model server to ask for token embeddings");
+        return;
+    };
+    let texts = ["hello world", "a second, longer text about token states"];
+    let mut reference: Option<densewire::RaggedTensor> = None;
+    for format in [Format::Raw, Format::Msgpack, Format::Protobuf, Format::Arrow, Format::Json] {
+        let client = Client::builder(&url).format(format).build().unwrap();
+        let got = client.embed_tokens(&texts, None).await.unwrap_or_else(|e| panic!("{format}: {e}"));
+        let t = got.tensor;
+        assert_eq!((t.len(), t.dtype()), (2, DType::Float32), "{format}");
+        assert!(t.matrix(0).rows() >= 4, "{format}: [CLS] hello world [SEP] is at least 4 tokens");
+        assert!(t.matrix(1).rows() > t.matrix(0).rows(), "{format}: the longer text has more tokens");
+        match &reference {
+            None => reference = Some(t),
+            Some(r) if format == Format::Json => {
+                assert_eq!(t.offsets(), r.offsets(), "TEI's JSON: the same token counts");
+                let (a, b) = (t.rows().to_f32_vec().unwrap(), r.rows().to_f32_vec().unwrap());
+                let worst = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+                assert!(worst <= 1e-6, "TEI's JSON differs from the binary formats by {worst}");
+            }
+            Some(r) => assert_eq!(&t, r, "{format} differs from raw"),
+        }
+    }
+    let r = reference.unwrap();
+    eprintln!("live model server {url}: token embeddings {:?} x {} agreed in every format", r.offsets(), r.dims());
+}

@@ -302,7 +302,7 @@ impl<'de> de::Deserialize<'de> for Data<'de> {
 struct Response<'a> {
     data: Loose<Vec<Row<'a>>>,
     model: Loose<Cow<'a, str>>,
-    usage: Option<serde_json::Value>,
+    usage: Option<&'a serde_json::value::RawValue>,
     dtype: Loose<Cow<'a, str>>,
     byteorder: Loose<Cow<'a, str>>,
     dimensions: Loose<u64>,
@@ -423,12 +423,6 @@ pub fn decode_json(text: &[u8]) -> Result<Embeddings> {
         Loose::Ok(m) => Some(m.into_owned()),
         _ => None,
     };
-    let usage = r.usage.as_ref().and_then(|u| {
-        Some(Usage {
-            prompt_tokens: u.get("prompt_tokens")?.as_u64()?,
-            total_tokens: u.get("total_tokens").and_then(|t| t.as_u64()).unwrap_or(0),
-        })
-    });
     let quantization = match r.quantization {
         Loose::Absent => None,
         Loose::Ok(q) => Some(q.into_owned()),
@@ -437,6 +431,7 @@ pub fn decode_json(text: &[u8]) -> Result<Embeddings> {
         }
     };
     let tensor = assemble(dtype, order, dims_field, rows)?;
+    let usage = Usage::from_json(r.usage)?;
     Ok(Embeddings { tensor, model, usage, quantization })
 }
 
@@ -577,26 +572,33 @@ fn fill_numbers(dtype: DType, dims: usize, v: &[f64], slot: &mut [u8], i: usize)
         err(ErrorKind::InvalidField, what.to_string()).field(format!("data[{i}].embedding[{j}]"))
     };
     for (j, &x) in v.iter().enumerate() {
-        if x.is_nan() {
-            return Err(bad(j, "not a number"));
+        put_number(dtype, x, slot, j).map_err(|what| bad(j, what))?;
+    }
+    Ok(())
+}
+
+/// One JSON number (NaN: an element that was not a number) as item `j` of a row of `dtype` in
+/// `slot` (binary: packed byte `j`); the error says why it cannot be.
+pub(crate) fn put_number(dtype: DType, x: f64, slot: &mut [u8], j: usize) -> std::result::Result<(), &'static str> {
+    if x.is_nan() {
+        return Err("not a number");
+    }
+    match dtype {
+        DType::Float32 => slot[4 * j..4 * j + 4].copy_from_slice(&(x as f32).to_le_bytes()),
+        DType::Float64 => slot[8 * j..8 * j + 8].copy_from_slice(&x.to_le_bytes()),
+        DType::Float16 => slot[2 * j..2 * j + 2].copy_from_slice(&f64_to_f16(x.to_bits()).to_le_bytes()),
+        DType::BFloat16 => slot[2 * j..2 * j + 2].copy_from_slice(&f64_to_bf16(x.to_bits()).to_le_bytes()),
+        DType::Int8 => {
+            if x.fract() != 0.0 || !(-128.0..=127.0).contains(&x) {
+                return Err("not an int8 value (an integer in -128..=127)");
+            }
+            slot[j] = x as i8 as u8;
         }
-        match dtype {
-            DType::Float32 => slot[4 * j..4 * j + 4].copy_from_slice(&(x as f32).to_le_bytes()),
-            DType::Float64 => slot[8 * j..8 * j + 8].copy_from_slice(&x.to_le_bytes()),
-            DType::Float16 => slot[2 * j..2 * j + 2].copy_from_slice(&f64_to_f16(x.to_bits()).to_le_bytes()),
-            DType::BFloat16 => slot[2 * j..2 * j + 2].copy_from_slice(&f64_to_bf16(x.to_bits()).to_le_bytes()),
-            DType::Int8 => {
-                if x.fract() != 0.0 || !(-128.0..=127.0).contains(&x) {
-                    return Err(bad(j, "not an int8 value (an integer in -128..=127)"));
-                }
-                slot[j] = x as i8 as u8;
+        DType::Uint8 | DType::Binary => {
+            if x.fract() != 0.0 || !(0.0..=255.0).contains(&x) {
+                return Err("not a byte value (an integer in 0..=255)");
             }
-            DType::Uint8 | DType::Binary => {
-                if x.fract() != 0.0 || !(0.0..=255.0).contains(&x) {
-                    return Err(bad(j, "not a byte value (an integer in 0..=255)"));
-                }
-                slot[j] = x as u8;
-            }
+            slot[j] = x as u8;
         }
     }
     Ok(())

@@ -90,7 +90,7 @@ fn non_finite(i: usize, j: usize) -> crate::Error {
         .field(format!("data[{i}].embedding[{j}]"))
 }
 
-fn write_numbers(
+pub(crate) fn write_numbers(
     s: &mut String,
     dtype: DType,
     row: &[u8],

@@ -6,14 +6,15 @@ mod encode;
 mod request;
 
 pub use decode::decode_json;
-pub(crate) use decode::json_error;
+pub(crate) use decode::{json_error, put_number};
 pub use encode::encode_json;
+pub(crate) use encode::write_numbers;
 pub use request::{EmbeddingsRequest, Input, MAX_INPUTS};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ByteOrder, DType, Embeddings, EncodingFormat, ErrorKind, JsonOptions, Tensor};
+    use crate::{ByteOrder, DType, Embeddings, EncodingFormat, ErrorKind, JsonOptions, Tensor, Usage};
 
     fn err_of(text: &str) -> (ErrorKind, Option<String>, Option<u64>) {
         let e = decode_json(text.as_bytes()).unwrap_err();
@@ -135,5 +136,33 @@ mod tests {
             EmbeddingsRequest::parse(br#"{"input":"a","encoding_format":"int"}"#).unwrap_err().field_name(),
             Some("encoding_format")
         );
+    }
+
+    #[test]
+    fn usage_counts_are_non_negative_integers() {
+        let with = |usage: &str| {
+            let text = format!(r#"{{"data":[{{"index":0,"embedding":[1]}}],"usage":{usage}}}"#);
+            decode_json(text.as_bytes()).map(|e| e.usage)
+        };
+        assert_eq!(
+            with(r#"{"prompt_tokens":3,"total_tokens":4}"#).unwrap(),
+            Some(Usage { prompt_tokens: 3, total_tokens: 4 })
+        );
+        assert_eq!(with("null").unwrap(), None);
+        assert_eq!(with("{}").unwrap(), Some(Usage::default()));
+        for (usage, field) in [
+            (r#"{"prompt_tokens":-1,"total_tokens":0}"#, "usage.prompt_tokens"),
+            (r#"{"prompt_tokens":1,"total_tokens":2.5}"#, "usage.total_tokens"),
+            (r#"{"prompt_tokens":"3"}"#, "usage.prompt_tokens"),
+            (r#"{"total_tokens":true}"#, "usage.total_tokens"),
+            (r#"{"prompt_tokens":null}"#, "usage.prompt_tokens"),
+            (r#"{"prompt_tokens":1e3080}"#, "usage.prompt_tokens"),
+            (r#"{"total_tokens":9007199254740992}"#, "usage.total_tokens"),
+            ("[3,3]", "usage"),
+            (r#""3""#, "usage"),
+        ] {
+            let e = with(usage).unwrap_err();
+            assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some(field)), "{usage}");
+        }
     }
 }

@@ -71,7 +71,7 @@ def _decode_response(response: Response) -> Embeddings:
 
 
 def _decode_tokens(response: Response) -> Embeddings:
-    """A per-token answer of ``POST /embed_all``: densewire's ragged tensor (SPEC.md 19), or TEI's JSON."""
+    """A per-token answer of ``POST /embed_all``: densewire's ragged tensor (SPEC.md 20), or TEI's JSON."""
     raise_for_status(response)
     fmt = format_for_media_type(response.header("Content-Type", "application/json")) or "json"
     try:

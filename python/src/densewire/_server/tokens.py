@@ -8,7 +8,7 @@
   ``encoding_format: "bytes"`` answers the matrices' bytes back to back with vLLM's ``metadata`` header
   (``bytes_only``: without it).
 
-JSON is each route's own shape; ``Accept`` selects densewire's ragged tensor (SPEC.md 19) in raw,
+JSON is each route's own shape; ``Accept`` selects densewire's ragged tensor (SPEC.md 20) in raw,
 MessagePack, Protobuf or Arrow. Both routes run on the shared pipeline (auth, admission, metrics,
 errors in the route's envelope), with the model's truncation rules and ``--max-token-output-bytes``.
 """

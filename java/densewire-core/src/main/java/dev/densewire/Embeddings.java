@@ -10,6 +10,8 @@ import java.util.Objects;
 public final class Embeddings {
     /** Token counts of an embeddings response. */
     public record Usage(long promptTokens, long totalTokens) {
+        /** The largest count a decoder accepts: 2^53 - 1, which every language's JSON numbers hold exactly. */
+        public static final long MAX_COUNT = (1L << 53) - 1;
     }
 
     private final Tensor tensor;

@@ -194,34 +194,40 @@ public final class JsonEnvelope {
         for (Row r : rows) {
             double[] v = (double[]) r.embedding();
             for (int j = 0; j < v.length; j++) {
-                double x = v[j];
-                switch (dtype) {
-                    case FLOAT32:
-                        out.putFloat((float) x);
-                        break;
-                    case FLOAT64:
-                        out.putDouble(x);
-                        break;
-                    case FLOAT16:
-                        out.putShort(Conversions.doubleToFloat16(x));
-                        break;
-                    case BFLOAT16:
-                        out.putShort(Conversions.doubleToBfloat16(x));
-                        break;
-                    default: {
-                        double lo = dtype == Dtype.INT8 ? -128 : 0;
-                        double hi = dtype == Dtype.INT8 ? 127 : 255;
-                        if (!(x >= lo && x <= hi) || x != Math.floor(x)) {
-                            throw DensewireException.on(Category.INVALID_FIELD, embeddingField(r) + "[" + j + "]",
-                                    x + " is not a " + dtype + " value");
-                        }
-                        out.put((byte) (int) x);
-                    }
-                }
+                putNumber(out, dtype, v[j], embeddingField(r) + "[" + j + "]");
             }
         }
         out.flip();
         return Tensor.of(dtype, n, d, out);
+    }
+
+    /**
+     * One JSON number as an item of {@code dtype} (section 3.5; binary: a packed byte), or {@code invalid_field} on
+     * {@code field} for an integer dtype's value out of range or not an integer.
+     */
+    public static void putNumber(ByteBuffer out, Dtype dtype, double x, String field) {
+        switch (dtype) {
+            case FLOAT32:
+                out.putFloat((float) x);
+                break;
+            case FLOAT64:
+                out.putDouble(x);
+                break;
+            case FLOAT16:
+                out.putShort(Conversions.doubleToFloat16(x));
+                break;
+            case BFLOAT16:
+                out.putShort(Conversions.doubleToBfloat16(x));
+                break;
+            default: {
+                double lo = dtype == Dtype.INT8 ? -128 : 0;
+                double hi = dtype == Dtype.INT8 ? 127 : 255;
+                if (!(x >= lo && x <= hi) || x != Math.floor(x)) {
+                    throw DensewireException.on(Category.INVALID_FIELD, field, x + " is not a " + dtype + " value");
+                }
+                out.put((byte) (int) x);
+            }
+        }
     }
 
     // ------------------------------------------------------------------ encoding

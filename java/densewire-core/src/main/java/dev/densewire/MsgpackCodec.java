@@ -87,14 +87,14 @@ public final class MsgpackCodec {
         return v < 0x80 ? 1 : v < 0x100 ? 2 : v < 0x10000 ? 3 : v < 0x100000000L ? 5 : 9;
     }
 
-    private static void key(ByteBuffer out, String k) {
+    static void key(ByteBuffer out, String k) {
         out.put((byte) (0xA0 | k.length()));
         for (int i = 0; i < k.length(); i++) {
             out.put((byte) k.charAt(i));
         }
     }
 
-    private static void str(ByteBuffer out, byte[] s) {
+    static void str(ByteBuffer out, byte[] s) {
         int n = s.length;
         if (n < 32) {
             out.put((byte) (0xA0 | n));
@@ -108,7 +108,7 @@ public final class MsgpackCodec {
         out.put(s);
     }
 
-    private static void binHeader(ByteBuffer out, int n) {
+    static void binHeader(ByteBuffer out, int n) {
         if (n < 0x100) {
             out.put((byte) 0xC4).put((byte) n);
         } else if (n < 0x10000) {
@@ -118,7 +118,7 @@ public final class MsgpackCodec {
         }
     }
 
-    private static void uint(ByteBuffer out, long v) {
+    static void uint(ByteBuffer out, long v) {
         if (v < 0x80) {
             out.put((byte) v);
         } else if (v < 0x100) {
@@ -191,7 +191,7 @@ public final class MsgpackCodec {
                 "must be [n, d], two non-negative integers, got " + (shape == null ? "nothing" : shape));
     }
 
-    private static Embeddings.Usage usage(Object u) {
+    static Embeddings.Usage usage(Object u) {
         if (u == null || u == MsgpackReader.NIL) {
             return null;
         }
@@ -205,8 +205,8 @@ public final class MsgpackCodec {
             if (v == null) {
                 continue;
             }
-            if (!(v instanceof Long) || (Long) v < 0) {
-                throw DensewireException.on(Category.INVALID_FIELD, "usage." + keys[i], "must be a non-negative integer");
+            if (!(v instanceof Long) || (Long) v < 0 || (Long) v > Embeddings.Usage.MAX_COUNT) {
+                throw DensewireException.on(Category.INVALID_FIELD, "usage." + keys[i], "must be an integer from 0 to 2^53 - 1");
             }
             counts[i] = (Long) v;
         }

@@ -89,7 +89,7 @@ public final class ProtobufCodec {
         }
     }
 
-    private static int varintSize(long v) {
+    static int varintSize(long v) {
         int n = 1;
         while ((v & ~0x7FL) != 0) {
             v >>>= 7;
@@ -98,7 +98,7 @@ public final class ProtobufCodec {
         return n;
     }
 
-    private static void varint(ByteBuffer out, long v) {
+    static void varint(ByteBuffer out, long v) {
         while ((v & ~0x7FL) != 0) {
             out.put((byte) ((v & 0x7F) | 0x80));
             v >>>= 7;
@@ -160,7 +160,7 @@ public final class ProtobufCodec {
 
     private static final String[] FIELDS = {null, "model", "embeddings", "usage", "quantization"};
 
-    private static String utf8(byte[] b, int from, int len, int at, String field) {
+    static String utf8(byte[] b, int from, int len, int at, String field) {
         try {
             return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
                     .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(b, from, len)).toString();
@@ -231,7 +231,7 @@ public final class ProtobufCodec {
         return Shapes.tensor(dtype, shape[0], shape[1], ByteBuffer.wrap(r.b, dataFrom, dataLen), "data", "shape");
     }
 
-    private static Embeddings.Usage usage(ProtoReader r) {
+    static Embeddings.Usage usage(ProtoReader r) {
         long[] counts = new long[2];
         while (r.more()) {
             int tagAt = r.pos;

@@ -104,7 +104,7 @@ public final class RawCodec {
         return new Embeddings(tensor, model, usage, quantization == null ? null : quantization.trim());
     }
 
-    private static long parseCount(String s, String field) {
+    static long parseCount(String s, String field) {
         if (!COUNT_VALUE.matcher(s).matches() || s.length() > 18) {
             throw DensewireException.on(Category.INVALID_FIELD, field, "not a non-negative decimal integer: " + Dtype.quote(s));
         }

@@ -196,7 +196,7 @@ public final class ArrowCodec {
         }
     }
 
-    private static long count(Map<String, String> meta, String key) {
+    static long count(Map<String, String> meta, String key) {
         String v = meta.get(key);
         try {
             return v == null ? 0 : Long.parseLong(v);
@@ -205,7 +205,7 @@ public final class ArrowCodec {
         }
     }
 
-    private static Dtype dtypeOf(Field field, Map<String, String> meta) {
+    static Dtype dtypeOf(Field field, Map<String, String> meta) {
         String name = field.getMetadata() != null ? field.getMetadata().get("densewire.dtype") : null;
         if (name == null) {
             name = meta.get("densewire.dtype");
@@ -229,7 +229,7 @@ public final class ArrowCodec {
         throw new DensewireException(Category.INVALID_FIELD, "unsupported Arrow type " + t, -1, "embedding");
     }
 
-    private static long dimsOf(Field field, Map<String, String> meta, Dtype dtype) {
+    static long dimsOf(Field field, Map<String, String> meta, Dtype dtype) {
         ArrowType t = field.getType();
         String declared = meta.get("densewire.dimensions");
         if (dtype == Dtype.BINARY) {

@@ -37,6 +37,11 @@ final class ArrowSupport {
         return dev.densewire.arrow.ArrowCodec.decode(body);
     }
 
+    static dev.densewire.RaggedEmbeddings decodeRagged(byte[] body) {
+        require();
+        return dev.densewire.arrow.RaggedArrow.decodeRagged(body);
+    }
+
     static Table decodeTable(byte[] body) {
         require();
         return dev.densewire.arrow.ArrowTables.decode(body);

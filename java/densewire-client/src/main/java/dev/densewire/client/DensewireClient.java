@@ -9,6 +9,7 @@ import dev.densewire.Format;
 import dev.densewire.MsgpackCodec;
 import dev.densewire.ProtobufCodec;
 import dev.densewire.Quantization;
+import dev.densewire.RaggedEmbeddings;
 import dev.densewire.RawCodec;
 import dev.densewire.Tensor;
 import dev.densewire.jackson.ApiError;
@@ -157,6 +158,30 @@ public final class DensewireClient {
         return retrier.send(hb.build(), HttpResponse.BodyHandlers.ofByteArray())
                 .thenApply(a -> decode(a.response(), a.attempts()))
                 .thenCompose(e -> dequantize ? dequantizeAsync(e) : CompletableFuture.completedFuture(e));
+    }
+
+    /**
+     * The per-token embeddings of each text (the model's last hidden state of every token, special tokens included):
+     * TEI's {@code POST /embed_all} (SPEC.md 6.4), one {@code (tokens, hidden)} matrix per text over one buffer
+     * ({@link dev.densewire.RaggedTensor#matrix}), asked for in this client's formats (densewire's ragged raw body
+     * first by default) or read from TEI's own {@code [[[f32]]]} JSON. {@code truncate}: cut texts longer than the
+     * model's maximum (null: the server's default).
+     */
+    public RaggedEmbeddings embedTokens(List<String> texts, Boolean truncate) {
+        return join(embedTokensAsync(texts, truncate));
+    }
+
+    public CompletableFuture<RaggedEmbeddings> embedTokensAsync(List<String> texts, Boolean truncate) {
+        HttpRequest.Builder hb = HttpRequest.newBuilder(URI.create(base + "embed_all"))
+                .timeout(timeout)
+                .header("Content-Type", "application/json")
+                .header("Accept", accept)
+                .POST(HttpRequest.BodyPublishers.ofByteArray(TokenBodies.request(texts, truncate)));
+        if (apiKey != null) {
+            hb.header("Authorization", "Bearer " + apiKey);
+        }
+        return retrier.send(hb.build(), HttpResponse.BodyHandlers.ofByteArray())
+                .thenApply(a -> TokenBodies.decode(a.response(), a.attempts()));
     }
 
     // ------------------------------------------------------------------ quantized embeddings

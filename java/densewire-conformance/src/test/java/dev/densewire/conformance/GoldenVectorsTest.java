@@ -18,6 +18,7 @@ import dev.densewire.RawCodec;
 import dev.densewire.Tensor;
 import dev.densewire.arrow.ArrowCodec;
 import dev.densewire.jackson.DensewireJson;
+import dev.densewire.jackson.Kserve;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -51,6 +52,9 @@ class GoldenVectorsTest {
         runners.put("pgcopy.json", GoldenPgCopy::run);
         runners.put("quantization.json", GoldenQuantization::run);
         runners.put("retry.json", GoldenRetry::run);
+        runners.put("kserve.json", GoldenKserve::run);
+        runners.put("ragged.json", GoldenRagged::run);
+        runners.put("sparse.json", GoldenRagged::run);
         Map<String, JsonNode> cases = new LinkedHashMap<>();
         for (String name : runners.keySet()) {
             JsonNode doc = Golden.load(name);
@@ -181,7 +185,12 @@ class GoldenVectorsTest {
     // ------------------------------------------------------------------ invalid.json
 
     static void invalidCase(JsonNode c) {
-        DensewireException e = assertThrows(DensewireException.class, () -> runInvalid(c));
+        expectError(c, () -> runInvalid(c));
+    }
+
+    /** {@code decode} fails with the case's category, and its offset and field where the case gives them. */
+    static void expectError(JsonNode c, Runnable decode) {
+        DensewireException e = assertThrows(DensewireException.class, decode::run);
         assertEquals(c.get("error").asText(), e.category().code(), e.getMessage());
         if (c.has("offset")) {
             assertEquals(c.get("offset").asLong(), e.offset().orElse(-1), "offset: " + e.getMessage());
@@ -231,6 +240,9 @@ class GoldenVectorsTest {
                 break;
             case "arrow":
                 ArrowCodec.decode(Golden.hex(c.get("input_hex").asText()));
+                break;
+            case "kserve":
+                Kserve.decode(Golden.headers(c), Golden.hex(c.get("input_hex").asText()));
                 break;
             default:
                 fail("format " + format + " is not supported by densewire-java");

@@ -40,13 +40,33 @@ public final class EmbeddingsResponse {
         public Object embedding;
     }
 
-    /** Token counts. */
+    /**
+     * Token counts, as read: {@link #toEmbeddings()} requires each present one to be an integer from 0 to 2^53 - 1
+     * ({@code invalid_field} on {@code usage.prompt_tokens} / {@code usage.total_tokens} otherwise; a string,
+     * a fraction or {@code null} is not coerced). An absent count is 0.
+     */
     @JsonIgnoreProperties(ignoreUnknown = true)
     public static final class Usage {
         @JsonProperty("prompt_tokens")
-        public Long promptTokens;
+        public JsonNode promptTokens;
         @JsonProperty("total_tokens")
-        public Long totalTokens;
+        public JsonNode totalTokens;
+
+        Embeddings.Usage toUsage() {
+            return new Embeddings.Usage(count(promptTokens, "usage.prompt_tokens"), count(totalTokens, "usage.total_tokens"));
+        }
+
+        private static long count(JsonNode v, String field) {
+            if (v == null) {
+                return 0;
+            }
+            if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < 0 || v.longValue() > Embeddings.Usage.MAX_COUNT) {
+                String got = v.toString();
+                throw new DensewireException(Category.INVALID_FIELD, "must be an integer from 0 to 2^53 - 1, got "
+                        + (got.length() > 40 ? got.substring(0, 40) : got), -1, field);
+            }
+            return v.longValue();
+        }
     }
 
     @JsonProperty("object")
@@ -90,15 +110,7 @@ public final class EmbeddingsResponse {
             rows.add(new JsonEnvelope.Row(i, index, item.embedding == null ? JsonEnvelope.wrongType() : item.embedding));
         }
         Tensor tensor = JsonEnvelope.assemble(rows, dtype, byteorder, dimensions);
-        Embeddings.Usage u = null;
-        if (usage != null) {
-            long p = usage.promptTokens == null ? 0 : usage.promptTokens;
-            long t = usage.totalTokens == null ? 0 : usage.totalTokens;
-            if (p < 0 || t < 0) {
-                throw new DensewireException(Category.INVALID_FIELD, "token counts must be non-negative", -1, "usage");
-            }
-            u = new Embeddings.Usage(p, t);
-        }
+        Embeddings.Usage u = usage == null ? null : usage.toUsage();
         String q = null;
         if (quantization != null && !quantization.isNull()) {
             if (!quantization.isTextual()) {
