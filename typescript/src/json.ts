@@ -23,6 +23,7 @@ import {
   describe,
   parseByteOrder,
   parseDType,
+  parseUsage,
   rowBytes,
   swapBytes,
 } from "./dtypes.js";
@@ -128,10 +129,8 @@ export function decodeJSON(input: string | Uint8Array | ArrayBuffer | object): E
 
   const result = { dtype, shape: [n, d], data: out } as Embeddings;
   if (typeof doc["model"] === "string") result.model = doc["model"];
-  const usage = doc["usage"];
-  if (isObject(usage) && typeof usage["prompt_tokens"] === "number" && typeof usage["total_tokens"] === "number") {
-    result.usage = { prompt_tokens: usage["prompt_tokens"], total_tokens: usage["total_tokens"] };
-  }
+  const usage = parseUsage(doc["usage"]);
+  if (usage !== undefined) result.usage = usage;
   const quantization = readQuantizationId(doc["quantization"], "quantization");
   if (quantization !== undefined) result.quantization = quantization;
   return result;

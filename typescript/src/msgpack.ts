@@ -10,7 +10,7 @@
  * byte-exact with every other implementation.
  */
 import { Decoder, Encoder } from "@msgpack/msgpack";
-import { type Embeddings, type Tensor, type Usage, checkLength, describe, parseDType, rowBytes, viewAs, DTYPES, bytesOf } from "./dtypes.js";
+import { type Embeddings, type Tensor, type Usage, checkLength, describe, parseDType, parseUsage, rowBytes, viewAs, DTYPES, bytesOf } from "./dtypes.js";
 import { DensewireError } from "./errors.js";
 import { checkQuantization } from "./quantization.js";
 
@@ -74,13 +74,8 @@ export function decodeMsgpack(body: Uint8Array | ArrayBuffer): Embeddings {
     if (typeof doc["model"] !== "string") throw new DensewireError("invalid_field", `must be a str, got ${describe(doc["model"])}`, { field: "model" });
     result.model = doc["model"];
   }
-  if ("usage" in doc) {
-    const u = doc["usage"];
-    if (!isPlainObject(u) || !isCount(u["prompt_tokens"]) || !isCount(u["total_tokens"])) {
-      throw new DensewireError("invalid_field", `must be a map {prompt_tokens, total_tokens}, got ${describe(u)}`, { field: "usage" });
-    }
-    result.usage = { prompt_tokens: u["prompt_tokens"], total_tokens: u["total_tokens"] };
-  }
+  const usage = parseUsage(doc["usage"]);
+  if (usage !== undefined) result.usage = usage;
   if ("quantization" in doc) {
     const q = doc["quantization"];
     if (typeof q !== "string") throw new DensewireError("invalid_field", `must be a str, got ${describe(q)}`, { field: "quantization" });

@@ -90,7 +90,12 @@ describe("MessagePack", () => {
     assertDensewireError(() => decodeMsgpack(bad({ shape: "1,1" })), { category: "invalid_field", field: "shape" });
     assertDensewireError(() => decodeMsgpack(bad({ data: [0, 0, 0, 0] })), { category: "invalid_field", field: "data" });
     assertDensewireError(() => decodeMsgpack(bad({ model: 3 })), { category: "invalid_field", field: "model" });
-    assertDensewireError(() => decodeMsgpack(bad({ usage: { prompt_tokens: 1 } })), { category: "invalid_field", field: "usage" });
+    // usage counts are non-negative integers (an absent one is 0, as in Python's Usage.parse)
+    assert.deepEqual(decodeMsgpack(bad({ usage: { prompt_tokens: 1 } })).usage, { prompt_tokens: 1, total_tokens: 0 });
+    assertDensewireError(() => decodeMsgpack(bad({ usage: [1, 1] })), { category: "invalid_field", field: "usage" });
+    assertDensewireError(() => decodeMsgpack(bad({ usage: { prompt_tokens: -1, total_tokens: 1 } })), { category: "invalid_field", field: "usage.prompt_tokens" });
+    assertDensewireError(() => decodeMsgpack(bad({ usage: { prompt_tokens: 1, total_tokens: 1.5 } })), { category: "invalid_field", field: "usage.total_tokens" });
+    assertDensewireError(() => decodeMsgpack(bad({ usage: { prompt_tokens: "1", total_tokens: 1 } })), { category: "invalid_field", field: "usage.prompt_tokens" });
     assertDensewireError(() => decodeMsgpack(bad({ data: new Uint8Array(5) })), { category: "length_mismatch", offset: 4, field: "data" });
   });
 });
