@@ -1,5 +1,5 @@
 // Package densewire moves embeddings and other dense numeric tensors between services in the
-// formats of the densewire wire spec 1.3 (SPEC.md at the repository root): Base64, the
+// formats of the densewire wire spec 1.4 (SPEC.md at the repository root): Base64, the
 // OpenAI-compatible JSON envelope, raw bodies, MessagePack, Protobuf and Arrow, with the same bytes
 // and the same errors as the Python, TypeScript, Java, Rust and Ruby libraries; and tables (section
 // 15) in their seven formats.

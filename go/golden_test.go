@@ -115,7 +115,7 @@ func goldenDir(tb testing.TB) string {
 
 // implementedSpecVersion is the version of SPEC.md this library implements; generate.py --check keeps
 // it equal to SPEC.md's.
-const implementedSpecVersion = "1.3"
+const implementedSpecVersion = "1.4"
 
 var goldenFiles = []string{"tensors", "conversions", "invalid", "interop", "tables", "pgcopy", "quantization", "retry"}
 

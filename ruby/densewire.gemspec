@@ -5,7 +5,7 @@ require_relative "lib/densewire/version"
 Gem::Specification.new do |spec|
   spec.name = "densewire"
   spec.version = Densewire::VERSION
-  spec.summary = "Embeddings and numeric tensors over the wire at memory speed (densewire wire spec 1.3)"
+  spec.summary = "Embeddings and numeric tensors over the wire at memory speed (densewire wire spec 1.4)"
   spec.description = "Base64, JSON envelope, raw, MessagePack, Protobuf and Arrow IPC codecs for embeddings with exact " \
                      "float16/bfloat16 conversions and typed errors, and a keep-alive HTTP client for " \
                      "/v1/embeddings that negotiates binary bodies. Standard library only; msgpack optional."

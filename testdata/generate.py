@@ -263,6 +263,21 @@ def mp_value(kind: str, value) -> bytes:
         return mp_header(len(value), 0x90, 0xDC) + b"".join(mp_uint(v) for v in value)
     if kind == "map":  # a list of (key, kind, value)
         return mp_map(value)
+    if kind == "int":  # any integer, in its smallest encoding (negative fixint, int8 ... int64)
+        if value >= 0:
+            return mp_uint(value)
+        if value >= -32:
+            return struct.pack(">b", value)
+        for marker, fmt, limit in ((0xD0, ">b", 1 << 7), (0xD1, ">h", 1 << 15), (0xD2, ">i", 1 << 31)):
+            if value >= -limit:
+                return bytes([marker]) + struct.pack(fmt, value)
+        return b"\xd3" + struct.pack(">q", value)
+    if kind == "float64":
+        return b"\xcb" + struct.pack(">d", value)
+    if kind == "bool":
+        return b"\xc3" if value else b"\xc2"
+    if kind == "nil":
+        return b"\xc0"
     raise ValueError(kind)
 
 
@@ -506,6 +521,10 @@ def generate() -> dict[str, str]:
     from retry import retry_cases  # noqa: PLC0415
 
     files["retry.json"] = retry_cases(load("retry"))
+    import ragged  # noqa: PLC0415 (imports this module's encoders)
+
+    files["ragged.json"] = ragged.golden("ragged", load("ragged"))
+    files["sparse.json"] = ragged.golden("sparse", load("sparse"))
     header = {"spec_version": SPEC_VERSION, "generated_by": "testdata/generate.py from testdata/cases/*.toml; do not edit"}
     out = {name: json.dumps({**header, "cases": cases}, indent=1, ensure_ascii=False) + "\n"
            for name, cases in files.items()}

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# densewire: embeddings and numeric tensors over the wire at memory speed (SPEC.md 1.3).
+# densewire: embeddings and numeric tensors over the wire at memory speed (SPEC.md 1.4).
 #
 #   require "densewire"
 #   t = Densewire::Tensor.from_values([[1.0, -2.5, 0.1]])

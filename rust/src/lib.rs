@@ -1,6 +1,6 @@
 //! # densewire
 //!
-//! Embeddings and numeric tensors on the wire at memory speed: the codecs of the densewire 1.3
+//! Embeddings and numeric tensors on the wire at memory speed: the codecs of the densewire 1.4
 //! wire spec (Base64, raw bodies, the OpenAI-compatible JSON envelope, MessagePack, Protobuf and
 //! Arrow), conversions between dtypes with the spec's exact rounding, content negotiation, an
 //! axum response and extractor, a reqwest client with bounded concurrency, and PostgreSQL binary

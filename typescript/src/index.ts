@@ -1,5 +1,5 @@
 /**
- * densewire: embeddings, numeric tensors and tables on the wire at memory speed (wire spec 1.3).
+ * densewire: embeddings, numeric tensors and tables on the wire at memory speed (wire spec 1.4).
  *
  * The one public surface of the package. Modules by format: base64, json, raw, msgpack, protobuf,
  * arrow (optional peer dependency apache-arrow), quantization (int8/uint8 codes and their ranges),
@@ -155,4 +155,4 @@ export {
 export * as pb from "./tables/pb.js";
 
 /** The wire spec version this package implements. */
-export const SPEC_VERSION = "1.3";
+export const SPEC_VERSION = "1.4";

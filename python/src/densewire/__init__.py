@@ -36,7 +36,7 @@ from ._tables import (DEMO_SEED, TABLE_FORMATS, TABLE_MEDIA_TYPES, Column, Table
                       demo_table, encode_table, parse_columns_header, table_headers)
 
 __version__ = "0.1.0"
-SPEC_VERSION = "1.3"
+SPEC_VERSION = "1.4"
 
 __all__ = [
     "DTYPES", "FORMATS", "MEDIA_TYPES", "SPEC_VERSION",

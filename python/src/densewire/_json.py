@@ -140,16 +140,68 @@ def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
         fast = _decode_base64_fast(bytes(body) if not isinstance(body, bytes) else body)
         if fast is not None:
             return fast
+    return _from_doc(load_object(body))
+
+
+def load_object(body: bytes | bytearray | memoryview | str) -> dict:
+    """The JSON object of a response body, or the ``malformed`` error of section 6.
+
+    A number beyond binary64 (``1e3080``) is well-formed JSON that msgspec refuses: in a usage count it
+    is the ``invalid_field`` of SPEC.md 6.2, so the body is read again with such numbers standing for
+    +Infinity there (which ``Usage.parse`` rejects) and ``malformed`` anywhere else.
+    """
     try:
         doc = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
         at = _BYTE_AT.search(str(exc))
-        raise MalformedError(f"invalid JSON: {exc}", offset=int(at.group(1)) if at else None) from None
+        err = MalformedError(f"invalid JSON: {exc}", offset=int(at.group(1)) if at else None)
+        doc = _out_of_range_usage(body, err) if "out of range" in str(exc) else None
+        if doc is None:
+            raise err from None
     except UnicodeDecodeError:  # msgspec's error for a string that is not UTF-8 (found by fuzzing)
         raise MalformedError("invalid JSON: a string is not valid UTF-8", offset=_utf8_error_at(body)) from None
     if not isinstance(doc, dict):
         raise MalformedError("an embeddings response must be a JSON object", offset=0)
-    return _from_doc(doc)
+    return doc
+
+
+class _OutOfRange(float):
+    """A JSON number past binary64, read as +Infinity."""
+
+
+def _out_of_range_usage(body, err: MalformedError) -> dict | None:
+    """The document when its only numbers beyond binary64 are usage counts, else None."""
+    import json
+
+    def number(text: str) -> float:
+        v = float(text)
+        return _OutOfRange(v) if v in (float("inf"), float("-inf")) else v
+
+    def constant(name: str):
+        raise err
+
+    try:
+        doc = json.loads(bytes(body) if not isinstance(body, str) else body, parse_float=number,
+                         parse_constant=constant)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    usage = doc.get("usage")
+    stack = [v for k, v in doc.items() if k != "usage"]
+    if isinstance(usage, dict):
+        stack += [v for v in usage.values() if not isinstance(v, _OutOfRange)]
+    else:
+        stack.append(usage)
+    while stack:
+        v = stack.pop()
+        if isinstance(v, _OutOfRange):
+            return None
+        if isinstance(v, dict):
+            stack += v.values()
+        elif isinstance(v, list):
+            stack += v
+    return doc
 
 
 def _from_doc(doc: dict) -> Embeddings:

@@ -148,6 +148,10 @@ class Tensor:
         return widen(self)
 
 
+MAX_TOKEN_COUNT = (1 << 53) - 1
+"""The largest usage count (SPEC.md 6.2): every language's JSON numbers hold it exactly."""
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     prompt_tokens: int = 0
@@ -163,8 +167,8 @@ class Usage:
         counts = []
         for key in ("prompt_tokens", "total_tokens"):
             v = value.get(key, 0)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise InvalidFieldError(f"must be a non-negative integer, got {v!r}", field=f"usage.{key}")
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_TOKEN_COUNT:
+                raise InvalidFieldError(f"must be an integer from 0 to 2^53 - 1, got {v!r}", field=f"usage.{key}")
             counts.append(v)
         return cls(*counts)
 

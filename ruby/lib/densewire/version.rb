@@ -3,5 +3,5 @@
 module Densewire
   VERSION = "0.1.0"
   # The wire spec version this gem implements (SPEC.md section 14).
-  SPEC_VERSION = "1.3"
+  SPEC_VERSION = "1.4"
 end
