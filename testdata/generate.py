@@ -525,6 +525,9 @@ def generate() -> dict[str, str]:
 
     files["ragged.json"] = ragged.golden("ragged", load("ragged"))
     files["sparse.json"] = ragged.golden("sparse", load("sparse"))
+    from kserve import kserve_cases  # noqa: PLC0415 (imports this module's encoders)
+
+    files["kserve.json"] = kserve_cases(load("kserve"))
     header = {"spec_version": SPEC_VERSION, "generated_by": "testdata/generate.py from testdata/cases/*.toml; do not edit"}
     out = {name: json.dumps({**header, "cases": cases}, indent=1, ensure_ascii=False) + "\n"
            for name, cases in files.items()}

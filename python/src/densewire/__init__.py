@@ -26,6 +26,7 @@ from ._errors import (DensewireError, InvalidBase64Error, InvalidFieldError, Len
                       UnsupportedMediaTypeError, error_class)
 from ._formats import FORMATS, MEDIA_TYPES, decode, detect_format, encode, format_for_media_type
 from ._json import decode_json, encode_json, from_openai
+from ._kserve import KServeOutput, KServeResponse, decode_kserve, encode_kserve
 from ._msgpack import decode_msgpack, encode_msgpack
 from ._protobuf import decode_protobuf, encode_protobuf
 from ._quantize import Quantization, cohere_binary, dequantize, from_cohere_binary, quantization_id, quantize
@@ -44,6 +45,7 @@ __all__ = [
     "Quantization", "quantize", "dequantize", "quantization_id", "cohere_binary", "from_cohere_binary",
     "encode", "decode", "detect_format", "format_for_media_type",
     "encode_base64", "decode_base64", "encode_json", "decode_json", "from_openai", "encode_raw", "decode_raw",
+    "encode_kserve", "decode_kserve", "KServeOutput", "KServeResponse",
     "encode_msgpack", "decode_msgpack", "encode_protobuf", "decode_protobuf", "encode_arrow", "decode_arrow",
     "DensewireError", "InvalidBase64Error", "LengthMismatchError", "ShapeMismatchError", "UnknownDtypeError",
     "TruncatedError", "MalformedError", "InvalidFieldError", "NonFiniteError", "UnauthorizedError",
