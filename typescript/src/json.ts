@@ -189,7 +189,7 @@ function badItem(dtype: DType, v: unknown, field: string, j: number): DensewireE
 }
 
 /** Writes one row of JSON numbers into `out` at `at` (one specialised loop per dtype: this is the hot path). */
-function fillRow(dtype: DType, out: Tensor["data"], at: number, row: unknown[], field: string): void {
+export function fillRow(dtype: DType, out: Tensor["data"], at: number, row: unknown[], field: string): void {
   const w = row.length;
   switch (dtype) {
     case "float32":
