@@ -33,6 +33,9 @@
 //     message types are in the subpackage densewirepb
 //   - Arrow IPC stream: the subpackage arrowipc, which registers itself with [Encode] and
 //     [Decode] (the format-generic entry points) when imported
+//   - KServe v2 (Open Inference Protocol) responses, JSON tensors and the binary tensor extension:
+//     [DecodeKServe] into a [KServeResponse] whose outputs' tensors alias the body
+//     ([KServeResponse.Embeddings], [KServeDType])
 //
 // # Tables
 //

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -327,4 +328,21 @@ func ExampleDequantize() {
 	// Output:
 	// [-0.99607843 0.003921569 1.0019608 0.0029411765] 455fc59476466b04
 	// [0 128 255 64]
+}
+
+func ExampleDecodeKServe() {
+	// a KServe v2 / Triton response with the binary tensor extension: JSON header, then the blob
+	header := `{"model_name":"m","outputs":[{"name":"embedding","datatype":"FP32","shape":[1,2],"parameters":{"binary_data_size":8}}]}`
+	body := append([]byte(header), 0, 0, 0x80, 0x3f, 0, 0, 0x20, 0xc0)
+	h := http.Header{}
+	h.Set(densewire.HeaderInferenceHeaderContentLength, strconv.Itoa(len(header)))
+	r, err := densewire.DecodeKServe(h, body)
+	if err != nil {
+		log.Fatal(err)
+	}
+	t, meta, _ := r.Embeddings("embedding") // t.Data aliases body: no copy
+	v, _ := t.Float32()
+	fmt.Println(meta.Model, t.DType, t.N, t.D, v)
+	// Output:
+	// m float32 1 2 [1 -2.5]
 }
