@@ -116,6 +116,15 @@ class FuzzTest < Minitest::Test
   tensor_target "arrow", ->(b, _) { Densewire::Arrow.decode(b) },
                 ->(e, _) { Densewire::Arrow.decode(Densewire::Arrow.encode(e)) }
 
+  # KServe v2 response bodies (SPEC.md 19, Open Inference Protocol), with their case's header length
+  KSERVE = GoldenFiles.cases("kserve").select { |c| c["format"] == "kserve" }
+
+  def test_fuzz_kserve
+    fuzz("kserve", KSERVE.map { |c| [c["encoded_hex"] || c["input_hex"]].pack("H*") }) do |i, input|
+      Densewire::KServe.decode(input, KSERVE[i]["headers"]).outputs.values.filter_map(&:tensor).first
+    end
+  end
+
   # Densewire-Dtype, -Shape, -Byteorder, -Version of the raw cases, mutated; the body is the case's.
   def test_fuzz_raw_headers
     cases = TENSORS.fetch("raw")
