@@ -2,7 +2,7 @@
  * densewire: embeddings, numeric tensors and tables on the wire at memory speed (wire spec 1.4).
  *
  * The one public surface of the package. Modules by format: base64, json, raw, msgpack, protobuf,
- * arrow (optional peer dependency apache-arrow), kserve (KServe v2 binary-extension responses), quantization (int8/uint8 codes and their ranges),
+ * arrow (optional peer dependency apache-arrow), ragged and sparse tensors in each of them (ragged*.ts), kserve (KServe v2 binary-extension responses), quantization (int8/uint8 codes and their ranges),
  * and the embeddings client; tables (SPEC.md section
  * 15: src/tables/) with their decoders, encoders and client.
  */
@@ -72,6 +72,31 @@ export { type HeadersInput, type RawMessage, decodeRaw, encodeRaw, getHeader } f
 export { decodeMsgpack, encodeMsgpack } from "./msgpack.js";
 export { type ProtobufMessage, decodeProtobuf, encodeProtobuf } from "./protobuf.js";
 export { decodeArrow, encodeArrow, setArrowImporter } from "./arrow.js";
+export {
+  type KindEncodeOptions,
+  type RaggedTensor,
+  type SparseDType,
+  type SparseTensor,
+  decodeRaggedRaw,
+  decodeSparseRaw,
+  encodeRaggedRaw,
+  encodeSparseRaw,
+  makeRagged,
+  makeSparse,
+  raggedMatrix,
+  sparseVector,
+} from "./ragged.js";
+export { type KindJSONOptions, decodeRaggedJSON, decodeSparseJSON, encodeRaggedJSON, encodeSparseJSON } from "./ragged-json.js";
+export { decodeRaggedMsgpack, decodeSparseMsgpack, encodeRaggedMsgpack, encodeSparseMsgpack } from "./ragged-msgpack.js";
+export {
+  type RaggedProtobufMessage,
+  type SparseProtobufMessage,
+  decodeRaggedProtobuf,
+  decodeSparseProtobuf,
+  encodeRaggedProtobuf,
+  encodeSparseProtobuf,
+} from "./ragged-protobuf.js";
+export { decodeRaggedArrow, decodeSparseArrow, encodeRaggedArrow, encodeSparseArrow } from "./ragged-arrow.js";
 export {
   type KServeDatatype,
   type KServeOutput,

@@ -257,7 +257,7 @@ function shortest(value: number, readsBack: (x: number) => boolean, maxDigits: n
 
 const POW10 = Array.from({ length: 400 }, (_, i) => Number(`1e${i}`)); // exact up to 1e22, nearest beyond
 
-function numberRow(dtype: DType, data: Tensor["data"], start: number, width: number, i: number): string {
+export function numberRow(dtype: DType, data: Tensor["data"], start: number, width: number, i: number): string {
   const parts = new Array<string>(width);
   const u32 = dtype === "float32" ? new Uint32Array(data.buffer, data.byteOffset, data.length) : undefined;
   for (let j = 0; j < width; j++) {

@@ -151,7 +151,7 @@ function valueHead(b: Uint8Array, dv: DataView, pos: number): [number, number] {
 }
 
 /** The name of a usage count written as a MessagePack float (0xca, 0xcb), in a decoded body. */
-function floatUsageCount(b: Uint8Array): string | undefined {
+export function floatUsageCount(b: Uint8Array): string | undefined {
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const str = (pos: number): [string, number] | undefined => {
     const t = b[pos]!;
