@@ -115,7 +115,12 @@ def _bounded():
 def result_bytes(result) -> int:
     """What a decoded value holds: its arrays' bytes, strings at 16 bytes plus 2 a character."""
     if isinstance(result, densewire.Embeddings):
-        return result.tensor.array.nbytes
+        t = result.tensor
+        if isinstance(t, densewire.SparseVectors):
+            return t.values.nbytes + t.indices.nbytes + t.offsets.nbytes
+        if isinstance(t, densewire.RaggedTensor):
+            return t.values.nbytes + t.offsets.nbytes
+        return t.array.nbytes
     if isinstance(result, densewire.Table):
         return sum(sum(16 + 2 * len(s) for s in c.values) if c.type == "string" else c.values.nbytes
                    for c in result.columns)
@@ -207,6 +212,45 @@ def test_fuzz_raw_headers(inp):
     i, name = _RAW_SLOTS[k]
     headers = {**_RAW[i]["headers"], name: value.decode("latin-1")}
     decode_or_typed(value, lambda: densewire.decode_raw(body_of(_RAW[i]), headers))
+
+
+# ---------------------------------------------------------------------------------------- ragged and sparse (SPEC 19)
+KINDS = {kind: json.loads((GOLDEN / f"{kind}.json").read_text())["cases"] for kind in ("ragged", "sparse")}
+
+
+def _kind_cases(kind: str, fmt: str) -> list[dict]:
+    """The golden bodies of one kind and format, valid and invalid (protobuf: one message each)."""
+    return [c for c in KINDS[kind] if c["format"] == fmt and c.get("message", "").endswith(("Response", ""))]
+
+
+def _decode_kind(body: bytes, kind: str, fmt: str, case: dict):
+    if fmt == "protobuf":
+        return densewire.decode_protobuf_kind(body, case.get("message") or f"{kind.capitalize()}EmbeddingsResponse")
+    return densewire.decode(body, fmt, case.get("headers"), kind=kind)
+
+
+def _parts(t) -> tuple:
+    rows = (t.values, ) if isinstance(t, densewire.RaggedTensor) else (t.indices, t.values)
+    return (type(t).__name__, t.dtype, t.shape, t.offsets.tobytes(), *(r.tobytes() for r in rows))
+
+
+@pytest.mark.parametrize("kind, fmt", [(k, f) for k in ("ragged", "sparse")
+                                       for f in ("json", "raw", "msgpack", "protobuf", "arrow")])
+@seeded
+@FUZZ
+@given(data=st.data())
+def test_fuzz_ragged_sparse(kind, fmt, data):
+    """Mutated ragged and sparse bodies decode or fail typed; what decodes re-encodes to the same parts."""
+    cases = _kind_cases(kind, fmt)
+    i, body = data.draw(mutated([body_of(c) for c in cases]))
+    result = decode_or_typed(body, lambda: _decode_kind(body, kind, fmt, cases[i]))
+    if result is not None:
+        if fmt == "protobuf" and not (cases[i].get("message") or "Response").endswith("Response"):
+            again = densewire.decode_protobuf_kind(densewire.encode_protobuf_kind(result.tensor), cases[i]["message"])
+        else:
+            encoded, headers = densewire.encode(result, fmt)
+            again = _decode_kind(encoded, kind, fmt, {"headers": headers, "message": cases[i].get("message")})
+        assert _parts(again.tensor) == _parts(result.tensor), f"re-encoded {kind} differs, input {body.hex()}"
 
 
 # ---------------------------------------------------------------------------------------- tables

@@ -31,6 +31,8 @@ from ._msgpack import decode_msgpack, encode_msgpack
 from ._protobuf import decode_protobuf, encode_protobuf
 from ._quantize import Quantization, cohere_binary, dequantize, from_cohere_binary, quantization_id, quantize
 from ._raw import decode_raw, encode_raw
+from ._ragged import RaggedTensor, SparseVectors, maxsim
+from ._ragged_protobuf import decode_protobuf_kind, encode_protobuf_kind
 from ._tensor import DTYPES, Embeddings, Tensor, Usage, row_bytes
 from . import pgvector
 from ._tables import (DEMO_SEED, TABLE_FORMATS, TABLE_MEDIA_TYPES, Column, Table, columns_header, decode_table,
@@ -41,12 +43,12 @@ SPEC_VERSION = "1.4"
 
 __all__ = [
     "DTYPES", "FORMATS", "MEDIA_TYPES", "SPEC_VERSION",
-    "Tensor", "Usage", "Embeddings", "row_bytes", "convert",
+    "Tensor", "Usage", "Embeddings", "row_bytes", "convert", "RaggedTensor", "SparseVectors", "maxsim",
     "Quantization", "quantize", "dequantize", "quantization_id", "cohere_binary", "from_cohere_binary",
     "encode", "decode", "detect_format", "format_for_media_type",
     "encode_base64", "decode_base64", "encode_json", "decode_json", "from_openai", "encode_raw", "decode_raw",
     "encode_kserve", "decode_kserve", "KServeOutput", "KServeResponse",
-    "encode_msgpack", "decode_msgpack", "encode_protobuf", "decode_protobuf", "encode_arrow", "decode_arrow",
+    "encode_msgpack", "decode_msgpack", "encode_protobuf", "decode_protobuf", "encode_protobuf_kind", "decode_protobuf_kind", "encode_arrow", "decode_arrow",
     "DensewireError", "InvalidBase64Error", "LengthMismatchError", "ShapeMismatchError", "UnknownDtypeError",
     "TruncatedError", "MalformedError", "InvalidFieldError", "NonFiniteError", "UnauthorizedError",
     "NotFoundError", "PayloadTooLargeError", "UnsupportedMediaTypeError", "NotAcceptableError", "MethodNotAllowedError",

@@ -67,6 +67,11 @@ def encode_arrow(emb: Embeddings | Tensor) -> bytes:
 def decode_arrow(body) -> Embeddings:
     """Decode a stream with an ``embedding`` column; the tensor is a view over ``body``."""
     pa = _pyarrow()
+    return read_stream(pa, body, _embeddings)
+
+
+def read_stream(pa, body, meaning):
+    """``meaning(pa, schema, batches)`` of a stream, after SPEC.md section 10's framing and structure checks."""
     size = memoryview(body).nbytes
     try:
         reader = pa.ipc.open_stream(pa.py_buffer(body))
@@ -78,7 +83,7 @@ def decode_arrow(body) -> Embeddings:
     if not batches:
         raise TruncatedError("the Arrow stream ends before its record batch", offset=size)
     try:
-        return _embeddings(pa, reader.schema, batches)
+        return meaning(pa, reader.schema, batches)
     except UnicodeDecodeError as exc:  # pyarrow's error for a name or metadata that is not UTF-8 (found by fuzzing)
         raise MalformedError(f"a name or metadata value of the Arrow schema is not valid UTF-8 (at its byte {exc.start})") from None
 

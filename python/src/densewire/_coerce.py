@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._convert import convert
+from ._ragged import RaggedTensor, SparseVectors
 from ._tensor import Embeddings, Tensor
 
 __all__ = ["as_tensor", "as_embeddings"]
@@ -49,4 +50,6 @@ def as_tensor(x, dtype: str | None = None) -> Tensor:
 
 def as_embeddings(x) -> Embeddings:
     """``x`` as Embeddings (no model or usage unless it already was Embeddings)."""
-    return x if isinstance(x, Embeddings) else Embeddings(as_tensor(x))
+    if isinstance(x, Embeddings):
+        return x
+    return Embeddings(x if isinstance(x, (RaggedTensor, SparseVectors)) else as_tensor(x))

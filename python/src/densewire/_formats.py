@@ -11,6 +11,12 @@ from ._msgpack import decode_msgpack, encode_msgpack
 from ._protobuf import decode_protobuf, encode_protobuf
 from ._raw import decode_raw, encode_raw
 from ._coerce import as_embeddings
+from ._ragged import KINDS, RaggedTensor, SparseVectors
+from ._ragged_arrow import decode_arrow_kind, encode_arrow_kind
+from ._ragged_json import decode_json_kind, encode_json_kind
+from ._ragged_msgpack import decode_msgpack_kind, encode_msgpack_kind
+from ._ragged_protobuf import decode_protobuf_kind, encode_protobuf_kind
+from ._ragged_raw import decode_raw_kind, encode_raw_kind
 from ._tensor import Embeddings, Tensor
 
 __all__ = ["FORMATS", "MEDIA_TYPES", "format_for_media_type", "encode", "decode", "detect_format"]
@@ -38,16 +44,18 @@ def format_for_media_type(media_type: str) -> str | None:
     return _ALIASES.get(media_type.split(";", 1)[0].strip().lower())
 
 
-def encode(emb: Embeddings | Tensor, format: str, *, encoding_format: str = "base64",
+def encode(emb: Embeddings | Tensor | RaggedTensor | SparseVectors, format: str, *, encoding_format: str = "base64",
            byteorder: str = "little") -> tuple[bytes | memoryview, dict[str, str]]:
     """Body and headers (``Content-Type`` included) of ``emb`` in one of :data:`FORMATS`. ``emb`` is
-    Embeddings, a Tensor, a numpy array (any float dtype, int8, uint8), a list of floats or of lists
-    (float32) or anything numpy.asarray reads.
+    Embeddings, a Tensor, a RaggedTensor or SparseVectors (SPEC.md 19), a numpy array (any float dtype,
+    int8, uint8), a list of floats or of lists (float32) or anything numpy.asarray reads.
 
     ``encoding_format`` and ``byteorder`` apply to JSON only: binary formats are little-endian.
     """
     emb = as_embeddings(emb)
     headers = {"Content-Type": MEDIA_TYPES[format] if format in MEDIA_TYPES else ""}
+    if not isinstance(emb.tensor, Tensor):
+        return _encode_kind(emb, format, encoding_format, byteorder, headers)
     if format == "json":
         return encode_json(emb, encoding_format, byteorder), headers
     if format == "raw":
@@ -62,8 +70,28 @@ def encode(emb: Embeddings | Tensor, format: str, *, encoding_format: str = "bas
     raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
 
 
-def decode(body, format: str, headers: Mapping[str, str] | None = None) -> Embeddings:
-    """Decode a body of a known format (``headers`` are needed for raw)."""
+def _encode_kind(emb: Embeddings, format: str, encoding_format: str, byteorder: str,
+                 headers: dict[str, str]) -> tuple[bytes | memoryview, dict[str, str]]:
+    if format == "json":
+        return encode_json_kind(emb, encoding_format, byteorder), headers
+    if format == "raw":
+        body, extra = encode_raw_kind(emb)
+        return body, headers | extra
+    if format == "msgpack":
+        return encode_msgpack_kind(emb), headers
+    if format == "protobuf":
+        return encode_protobuf_kind(emb), headers
+    if format == "arrow":
+        return encode_arrow_kind(emb), headers
+    raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+
+
+def decode(body, format: str, headers: Mapping[str, str] | None = None, *, kind: str = "tensor") -> Embeddings:
+    """Decode a body of a known format (``headers`` are needed for raw). ``kind`` is what the body must
+    hold (SPEC.md 19): ``"tensor"``, or ``"ragged"`` (a :class:`RaggedTensor`) or ``"sparse"``
+    (:class:`SparseVectors`) in ``Embeddings.tensor``; a Protobuf body is then the kind's response message."""
+    if kind != "tensor":
+        return _decode_kind(body, format, headers, kind)
     if format == "json":
         return decode_json(body)
     if format == "raw":
@@ -74,6 +102,22 @@ def decode(body, format: str, headers: Mapping[str, str] | None = None) -> Embed
         return decode_protobuf(body)
     if format == "arrow":
         return decode_arrow(body)
+    raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+
+
+def _decode_kind(body, format: str, headers: Mapping[str, str] | None, kind: str) -> Embeddings:
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if format == "json":
+        return decode_json_kind(body, kind)
+    if format == "raw":
+        return decode_raw_kind(body, headers or {}, kind)
+    if format == "msgpack":
+        return decode_msgpack_kind(body, kind)
+    if format == "protobuf":
+        return decode_protobuf_kind(body, f"{kind.capitalize()}EmbeddingsResponse")
+    if format == "arrow":
+        return decode_arrow_kind(body, kind)
     raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
 
 

@@ -10,6 +10,7 @@ the general path (msgspec), which parses everything and names the exact error.
 
 from __future__ import annotations
 
+import json
 import re
 
 import msgspec
@@ -171,8 +172,6 @@ class _OutOfRange(float):
 
 def _out_of_range_usage(body, err: MalformedError) -> dict | None:
     """The document when its only numbers beyond binary64 are usage counts, else None."""
-    import json
-
     def number(text: str) -> float:
         v = float(text)
         return _OutOfRange(v) if v in (float("inf"), float("-inf")) else v

@@ -43,18 +43,7 @@ def encode_protobuf(emb: Embeddings | Tensor) -> bytes:
         data = emb.to_bytes("little")
         return b"".join((_tensor_head(emb, len(data)), data))
     data = emb.tensor.to_bytes("little")
-    head = _tensor_head(emb.tensor, len(data))
-    model = (emb.model or "").encode()
-    parts = [b"\x0a" + _varint(len(model)) + model if model else b"",
-             b"\x12" + _varint(len(head) + len(data)) + head, data]
-    u = emb.usage or Usage()
-    usage = (b"\x08" + _varint(u.prompt_tokens) if u.prompt_tokens else b"") + (
-        b"\x10" + _varint(u.total_tokens) if u.total_tokens else b"")
-    parts.append(b"\x1a" + _varint(len(usage)) + usage)
-    if emb.quantization:  # field 4 (SPEC.md 17.5), a proto3 string: omitted when empty
-        q = emb.quantization.encode()
-        parts.append(b"\x22" + _varint(len(q)) + q)
-    return b"".join(parts)
+    return encode_response(emb.model, [_tensor_head(emb.tensor, len(data)), data], emb.usage, emb.quantization)
 
 
 def _read_varint(buf: memoryview, pos: int, base: int = 0) -> tuple[int, int]:
@@ -144,27 +133,54 @@ def _decode_tensor(buf: memoryview, base: int = 0, nested: bool = False) -> Tens
             _expect(wire, 0, "dtype", tag_at)
             dtype_value = value
         elif number == 2:
-            if wire == 0:
-                shape.append(value)
-            else:
-                _expect(wire, 2, "shape", tag_at)
-                pos = 0
-                while pos < len(value):
-                    try:
-                        v, pos = _read_varint(value, pos, value_at)
-                    except TruncatedError:
-                        raise MalformedError("a packed shape entry runs past the end of its field", offset=tag_at) from None
-                    shape.append(v)
+            read_shape(wire, value, tag_at, value_at, shape)
         elif number == 3:
             _expect(wire, 2, "data", tag_at)
             data = value
+    dtype, (n, d) = check_head(dtype_value, shape)
+    return Tensor.from_bytes(data, dtype, (n, d), field="data")
+
+
+def read_shape(wire: int, value, tag_at: int, value_at: int, shape: list[int]) -> None:
+    """Append the entries of one ``shape`` field (packed or not) to ``shape``."""
+    if wire == 0:
+        shape.append(value)
+        return
+    _expect(wire, 2, "shape", tag_at)
+    pos = 0
+    while pos < len(value):
+        try:
+            v, pos = _read_varint(value, pos, value_at)
+        except TruncatedError:
+            raise MalformedError("a packed shape entry runs past the end of its field", offset=tag_at) from None
+        shape.append(v)
+
+
+def check_head(dtype_value: int, shape: list[int]) -> tuple[str, tuple[int, int]]:
+    """The dtype name and ``(n, d)`` of a decoded message's fields 1 and 2 (SPEC.md section 9 errors)."""
     if dtype_value == 0:
         raise InvalidFieldError("missing (DTYPE_UNSPECIFIED)", field="dtype")
     if dtype_value not in _ENUM_DTYPE:
         raise UnknownDtypeError(f"unknown DType enum value {dtype_value}", field="dtype")
     if len(shape) != 2:
         raise InvalidFieldError(f"must hold two entries [n, d], got {shape}", field="shape")
-    return Tensor.from_bytes(data, _ENUM_DTYPE[dtype_value], (shape[0], shape[1]), field="data")
+    return _ENUM_DTYPE[dtype_value], (shape[0], shape[1])
+
+
+def encode_response(model: str | None, tensor: list, usage: Usage | None, quantization: str | None = None) -> bytes:
+    """An ``EmbeddingsResponse``-shaped message (model 1, embeddings 2, usage 3, quantization 4) around
+    the encoded parts of its embedded tensor message."""
+    size = sum(memoryview(p).nbytes for p in tensor)
+    model_b = (model or "").encode()
+    parts = [b"\x0a" + _varint(len(model_b)) + model_b if model_b else b"", b"\x12" + _varint(size), *tensor]
+    u = usage or Usage()
+    counts = (b"\x08" + _varint(u.prompt_tokens) if u.prompt_tokens else b"") + (
+        b"\x10" + _varint(u.total_tokens) if u.total_tokens else b"")
+    parts.append(b"\x1a" + _varint(len(counts)) + counts)
+    if quantization:  # field 4 (SPEC.md 17.5), a proto3 string: omitted when empty
+        q = quantization.encode()
+        parts.append(b"\x22" + _varint(len(q)) + q)
+    return b"".join(parts)
 
 
 def decode_protobuf(body, message: str = "EmbeddingsResponse") -> Embeddings:
@@ -174,6 +190,12 @@ def decode_protobuf(body, message: str = "EmbeddingsResponse") -> Embeddings:
         return Embeddings(_decode_tensor(buf))
     if message != "EmbeddingsResponse":
         raise ValueError(f"unknown message {message!r}")
+    return decode_response(buf, _decode_tensor)
+
+
+def decode_response(buf: memoryview, decode_inner, quantization_field: bool = True) -> Embeddings:
+    """An ``EmbeddingsResponse``-shaped message, its field 2 decoded by ``decode_inner(view, base, nested)``
+    (field 4 is skipped as unknown without ``quantization_field``)."""
     model, tensor, usage, quantization = None, None, None, None
     for number, wire, value, tag_at, value_at in _fields(buf):
         if number == 1:
@@ -184,7 +206,7 @@ def decode_protobuf(body, message: str = "EmbeddingsResponse") -> Embeddings:
                 raise MalformedError("model is not UTF-8", offset=tag_at) from None
         elif number == 2:
             _expect(wire, 2, "embeddings", tag_at)
-            tensor = _decode_tensor(value, base=value_at, nested=True)
+            tensor = decode_inner(value, base=value_at, nested=True)
         elif number == 3:
             _expect(wire, 2, "usage", tag_at)
             counts = {1: 0, 2: 0}
@@ -193,7 +215,7 @@ def decode_protobuf(body, message: str = "EmbeddingsResponse") -> Embeddings:
                     _expect(w, 0, "usage", at)
                     counts[n] = v
             usage = Usage(counts[1], counts[2])
-        elif number == 4:
+        elif number == 4 and quantization_field:
             _expect(wire, 2, "quantization", tag_at)
             try:
                 quantization = str(value, "utf-8") or None

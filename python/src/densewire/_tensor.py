@@ -176,16 +176,18 @@ class Usage:
 @dataclass(frozen=True, slots=True)
 class Embeddings:
     """An embeddings response: the tensor, and the model and usage that came with it; for int8 and
-    uint8 responses, the ``quantization`` id of the ranges the server quantized with (SPEC.md 17.4)."""
+    uint8 responses, the ``quantization`` id of the ranges the server quantized with (SPEC.md 17.4).
+    ``tensor`` is a RaggedTensor or SparseVectors for the outputs of SPEC.md 19 (token embeddings,
+    sparse vectors); ``array`` is then their ``values``."""
 
-    tensor: Tensor
+    tensor: "Tensor | RaggedTensor | SparseVectors"  # noqa: F821 (densewire._ragged builds on this module)
     model: str | None = None
     usage: Usage | None = None
     quantization: str | None = None
 
     @property
     def array(self) -> np.ndarray:
-        return self.tensor.array
+        return self.tensor.array if isinstance(self.tensor, Tensor) else self.tensor.values
 
 
 def widen(t: Tensor) -> np.ndarray:
