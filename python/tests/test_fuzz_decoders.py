@@ -1,6 +1,6 @@
 """Fuzzing of every decoder with hypothesis, seeded from the golden corpus (testdata/golden).
 
-Each target mutates the golden bodies of its format (cut short, bits flipped, interesting bytes set,
+Each target (every format, tables, KServe v2 bodies) mutates the golden bodies of its format (cut short, bits flipped, interesting bytes set,
 bytes and JSON/CSV tokens inserted, runs duplicated, two bodies spliced) and checks that the decoder
 returns a result or raises a ``DensewireError`` (never another exception, never a hang: 10 s per
 input), that the result is bounded by the input (64 bytes per input byte and 64 KiB) and the process
@@ -121,6 +121,9 @@ def result_bytes(result) -> int:
         if isinstance(t, densewire.RaggedTensor):
             return t.values.nbytes + t.offsets.nbytes
         return t.array.nbytes
+    if isinstance(result, densewire.KServeResponse):
+        return sum(o.tensor.array.nbytes if o.tensor is not None else sum(16 + len(e) for e in o.elements or [])
+                   for o in result.outputs.values())
     if isinstance(result, densewire.Table):
         return sum(sum(16 + 2 * len(s) for s in c.values) if c.type == "string" else c.values.nbytes
                    for c in result.columns)
@@ -197,6 +200,71 @@ test_fuzz_protobuf = _tensor_target(
 test_fuzz_arrow = _tensor_target(
     "arrow", lambda b, c: densewire.decode_arrow(b),
     lambda e, c: densewire.decode_arrow(densewire.encode_arrow(e)))
+
+
+# KServe v2 (SPEC.md 19): the response reader on whole bodies (the case's Inference-Header-Content-Length
+# kept) and on mutated JSON headers before the case's blobs (the length recomputed, so that the mutations
+# reach the outputs' fields and blob layout); what decodes re-encodes with every output as binary data and
+# decodes again to the same tensors and elements. The server's request parser on its golden requests.
+_KSERVE = json.loads((GOLDEN / "kserve.json").read_text())["cases"]
+_KS_RESPONSES = [c for c in _KSERVE if c["id"].startswith(("kserve.response.", "invalid.kserve."))]
+_KS_REQUESTS = [c for c in _KSERVE if c["id"].startswith(("kserve.request.", "invalid.kserve_request."))]
+_KS_LENGTH = "Inference-Header-Content-Length"
+
+
+def _ks_split(c: dict) -> tuple[bytes, bytes]:
+    body = body_of(c)
+    n = int(c["headers"].get(_KS_LENGTH, len(body))) if c["headers"].get(_KS_LENGTH, "").isdigit() else len(body)
+    return body[:n], body[n:]
+
+
+def _ks_roundtrip(result, data: bytes) -> None:
+    outs = [densewire.KServeOutput(o.name, o.datatype, o.shape, o.tensor, o.elements, o.parameters, binary=True)
+            for o in result.outputs.values()]
+    try:
+        again = densewire.decode_kserve(*densewire.encode_kserve(outs, model_name=result.model_name, id=result.id))
+    except Exception as e:  # noqa: BLE001
+        raise AssertionError(f"the decoded response does not encode and decode again: {e!r}, input {data.hex()}") from e
+    assert list(again.outputs) == list(result.outputs), data.hex()
+    for name, o in result.outputs.items():
+        a = again.outputs[name]
+        assert (a.datatype, a.shape, a.elements) == (o.datatype, o.shape, o.elements), data.hex()
+        if o.tensor is not None:
+            same_tensor(o.tensor, a.tensor, data)
+
+
+@seeded
+@FUZZ
+@given(mutated([body_of(c) for c in _KS_RESPONSES]))
+def test_fuzz_kserve_response(inp):
+    i, data = inp
+    result = decode_or_typed(data, lambda: densewire.decode_kserve(data, _KS_RESPONSES[i]["headers"]))
+    if result is not None:
+        _ks_roundtrip(result, data)
+
+
+@seeded
+@FUZZ
+@given(mutated([_ks_split(c)[0] for c in _KS_RESPONSES]))
+def test_fuzz_kserve_response_header(inp):
+    i, header = inp
+    data = header + _ks_split(_KS_RESPONSES[i])[1]
+    result = decode_or_typed(data, lambda: densewire.decode_kserve(data, {_KS_LENGTH: str(len(header))}))
+    if result is not None:
+        _ks_roundtrip(result, data)
+
+
+@seeded
+@FUZZ
+@given(mutated([body_of(c) for c in _KS_REQUESTS]))
+def test_fuzz_kserve_request(inp):
+    from densewire._server.kserve import parse_http_infer
+
+    i, data = inp
+    req = decode_or_typed(data, lambda: parse_http_infer(data, _KS_REQUESTS[i]["headers"], max_inputs=64,
+                                                         native_dimensions=8))
+    if req is not None:
+        assert 1 <= len(req.texts) <= 64 and all(req.texts), data.hex()
 
 
 # the raw headers (Densewire-Dtype, -Shape, -Byteorder, -Version): each value mutated, the body the case's

@@ -1,7 +1,9 @@
 """Every golden case of testdata/golden/kserve.json (SPEC.md section 19) that Python claims
 (capabilities.json), one test per case id: ``decode_kserve`` reads each response body to its outputs
 (datatype, shape, parameters, the items bit for bit or the BYTES elements; binary outputs as views over
-the body, not copies), and each invalid body fails with its category, offset and field."""
+the body, not copies); the server's request parser (``_server.kserve.parse_http_infer``, which HTTP and
+gRPC share) reads each request to its texts and options; each invalid body fails with its category,
+offset and field."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 
 from densewire import DensewireError, decode_kserve
+from densewire._server.kserve import parse_http_infer
 from golden_capabilities import GOLDEN, assert_golden_error, claimed_cases
 
 _CASES = json.loads((GOLDEN / "kserve.json").read_text())["cases"]
@@ -53,6 +56,24 @@ def test_response(case: dict) -> None:
 def test_invalid(case: dict) -> None:
     with pytest.raises(DensewireError) as info:
         decode_kserve(bytes.fromhex(case["input_hex"]), case["headers"])
+    assert_golden_error(info.value, case)
+
+
+def _parse(case: dict):
+    return parse_http_infer(bytes.fromhex(case["input_hex"]), case["headers"], max_inputs=64, native_dimensions=4)
+
+
+@pytest.mark.parametrize("case", _params("kserve.request."))
+def test_request(case: dict) -> None:
+    req = _parse(case)
+    assert (req.texts, req.binary, req.datatype, req.id) == (case["texts"], case["binary_output"], case["datatype"],
+                                                             case.get("request_id"))
+
+
+@pytest.mark.parametrize("case", _params("invalid.kserve_request."))
+def test_invalid_request(case: dict) -> None:
+    with pytest.raises(DensewireError) as info:
+        _parse(case)
     assert_golden_error(info.value, case)
 
 

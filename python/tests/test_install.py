@@ -23,7 +23,8 @@ from server_support import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 #: What `make test` needs and `make serve` must not install.
-TEST_TOOLS = {"pytest", "hypothesis", "schemathesis", "elasticsearch", "grpcio-tools", "matplotlib", "fastapi", "openai"}
+TEST_TOOLS = {"pytest", "hypothesis", "schemathesis", "elasticsearch", "grpcio-tools", "matplotlib", "fastapi", "openai",
+              "tritonclient"}
 SERVING = {"densewire", "starlette", "uvicorn", "pyarrow", "brotli", "zstandard", "redis", "prometheus-client",
            "tokenizers", "safetensors", "psycopg"}
 

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+import densewire
 from densewire._backends.hash import HashBackend
 from densewire._server.app import create_app
 from densewire._server.config import ServerConfig
@@ -145,10 +146,17 @@ DIALECT_SEEDS: dict[str, list[dict[str, Any]]] = {
                   {"texts": ["a b c"], "truncate": "START", "max_tokens": 2, "output_dimension": 4}],
     "/api/embed": [{"model": "hash-8", "input": ["a", "b"], "truncate": False, "dimensions": 4}],
     "/api/embeddings": [{"model": "hash-8", "prompt": "a", "options": {}}],
+    "/v2/models/hash-8/infer": [  # KServe v2 (SPEC.md 19.5); its errors are {"error": ...} too
+        {"id": "r", "inputs": [{"name": "text", "shape": [2], "datatype": "BYTES", "data": ["a", "b c"]}],
+         "outputs": [{"name": "embedding", "parameters": {"binary_data": True, "datatype": "INT8"}}]},
+        {"inputs": [{"name": "text", "shape": [1, 1], "datatype": "BYTES", "data": [["x"]]}],
+         "parameters": {"binary_data_output": False, "datatype": "BF16", "dimensions": 4, "truncate": True}},
+    ],
 }
 DIALECT_FIELDS = ["inputs", "truncate", "normalize", "truncation_direction", "dimensions", "prompt_name",
                   "add_special_tokens", "texts", "model", "input_type", "embedding_types", "output_dimension",
-                  "max_tokens", "input", "prompt", "options", "keep_alive"]
+                  "max_tokens", "input", "prompt", "options", "keep_alive", "outputs", "parameters", "id",
+                  "name", "shape", "datatype", "data", "binary_data", "binary_data_output", "binary_data_size"]
 dialect_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
     st.sampled_from(DIALECT_FIELDS) | st.text(max_size=5), inner, max_size=3), max_leaves=12)
 
@@ -190,3 +198,31 @@ def test_dialect_routes_answer_2xx_or_their_own_4xx(client, data, route: str, ac
         assert _error_shape(route, orjson.loads(r.content)), (route, r.content[:300])
     else:
         assert r.status_code == 200
+
+
+KSERVE_HEADER = orjson.dumps({"inputs": [{"name": "text", "shape": [2], "datatype": "BYTES",
+                                          "parameters": {"binary_data_size": 13}}],
+                              "outputs": [{"name": "embedding", "parameters": {"binary_data": True}}]})
+KSERVE_BLOB = b"\x01\x00\x00\x00a\x04\x00\x00\x00b c!"
+
+
+@settings(max_examples=int(os.environ.get("DENSEWIRE_FUZZ_EXAMPLES", "300")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flips=st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=4),
+       cut=st.none() | st.integers(0, 120), length=st.none() | st.integers(-2, 200) | st.text(max_size=6))
+def test_kserve_binary_extension_bodies_answer_2xx_or_4xx(client, flips, cut, length) -> None:
+    """The binary tensor extension (a JSON header, then BYTES blobs) mutated, cut, and given any
+    Inference-Header-Content-Length: a 200 or a KServe 4xx, never a 5xx."""
+    body = _mutate(KSERVE_HEADER + KSERVE_BLOB, flips, cut)
+    headers = {"Content-Type": "application/octet-stream"}
+    value = str(len(KSERVE_HEADER)) if length is None else str(length)
+    if value.isascii() and value.isprintable():
+        headers["Inference-Header-Content-Length"] = value
+    r = client.post("/v2/models/hash-8/infer", content=body, headers=headers)
+    assert r.status_code < 500, (r.status_code, r.content[:300])
+    if r.status_code >= 400:
+        assert isinstance(orjson.loads(r.content).get("error"), str), r.content[:300]
+    else:
+        assert r.status_code == 200
+        out = densewire.decode_kserve(r.content, r.headers).outputs["embedding"]  # JSON or binary, as asked
+        assert out.tensor.shape[1] == DIMS

@@ -174,11 +174,17 @@ def _type_name(v: object) -> str:
             int: "an integer", float: "a number"}.get(type(v), type(v).__name__)
 
 
+#: the largest entry of a tensor's shape (SPEC.md 19.2): n x row_bytes stays within 64-bit arithmetic
+MAX_SHAPE_ENTRY = (1 << 31) - 1
+
+
 def _shape(value: object, field: str, tensor: bool) -> tuple[int, ...]:
     ok = isinstance(value, list) and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value)
     if not ok or (tensor and len(value) not in (1, 2)):  # type: ignore[arg-type]
         raise InvalidFieldError(f"must be an array of {'one or two ' if tensor else ''}non-negative integers, "
                                 f"not {orjson.dumps(value).decode()[:60]}", field=field)
+    if tensor and max(value, default=0) > MAX_SHAPE_ENTRY:  # type: ignore[type-var]
+        raise InvalidFieldError(f"entries are at most {MAX_SHAPE_ENTRY}, not {max(value)}", field=field)  # type: ignore[type-var]
     return tuple(value)  # type: ignore[arg-type]
 
 

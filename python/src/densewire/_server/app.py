@@ -7,6 +7,9 @@ lifespan, before uvicorn accepts connections. Routes:
   vLLM's dialect of it (vllm.py);
 * ``POST /embed`` (and ``POST /``), ``POST /tokenize``, ``GET /info``: TEI's routes; ``POST /v2/embed``:
   Cohere's; ``POST /api/embed``, ``POST /api/embeddings``: Ollama's (dialects.py, SPEC.md 6.4);
+* ``GET /v2``, ``/v2/health/live``, ``/v2/health/ready``, ``GET /v2/models/{name}[/versions/{v}]`` (and
+  ``/ready``), ``POST /v2/models/{name}[/versions/{v}]/infer``: the Open Inference Protocol (KServe v2,
+  kserve_routes.py, SPEC.md 19);
 * ``GET /v1/models``, ``GET /v1/models/{id}``: the served model names, with their quantization ranges;
 * ``GET /v1/quantization/{id}``: the ranges of int8/uint8 answers by id (quantization.py, SPEC.md 17.6);
 * ``GET /v1/tables``, ``GET``/``HEAD /v1/tables/{name}``: tables, pre-serialized (tables.py, SPEC.md 15.9);
@@ -54,6 +57,8 @@ from .admission import Admission, Ticket
 from .config import ServerConfig, config_from_env, validate
 from .dialects import cohere_embed, ollama_embed, ollama_embeddings, tei_embed, tei_info, tei_tokenize
 from .embedder import Embedder
+from .kserve_routes import (kserve_infer, kserve_live, kserve_model_metadata, kserve_model_ready, kserve_ready,
+                            kserve_server_metadata)
 from .errorlog import ErrorLogMiddleware
 from .lifecycle import Lifecycle
 from .logs import configure_logging, log
@@ -405,6 +410,15 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
         Route("/v2/embed", cohere_embed, methods=["POST"]),
         Route("/api/embed", ollama_embed, methods=["POST"]),
         Route("/api/embeddings", ollama_embeddings, methods=["POST"]),
+        Route("/v2", kserve_server_metadata, methods=["GET"]),
+        Route("/v2/health/live", kserve_live, methods=["GET"]),
+        Route("/v2/health/ready", kserve_ready, methods=["GET"]),
+        Route("/v2/models/{model_name:path}/versions/{version}/infer", kserve_infer, methods=["POST"]),
+        Route("/v2/models/{model_name:path}/infer", kserve_infer, methods=["POST"]),
+        Route("/v2/models/{model_name:path}/versions/{version}/ready", kserve_model_ready, methods=["GET"]),
+        Route("/v2/models/{model_name:path}/ready", kserve_model_ready, methods=["GET"]),
+        Route("/v2/models/{model_name:path}/versions/{version}", kserve_model_metadata, methods=["GET"]),
+        Route("/v2/models/{model_name:path}", kserve_model_metadata, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", model, methods=["GET"]),
         Route("/v1/quantization/{id}", quantization, methods=["GET"]),

@@ -1,4 +1,6 @@
-"""The OpenAPI 3.0 document of the server, written by hand to match the handlers exactly.
+"""The OpenAPI 3.0 document of the server, written by hand to match the handlers exactly: the core
+routes here, each other route family's part beside its handlers (dialects_openapi.py, kserve_routes.py,
+tables/openapi.py), shared pieces in openapi_parts.py.
 
 ``tests/test_server_openapi.py`` runs schemathesis against it.
 """
@@ -7,309 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from densewire import FORMATS, MEDIA_TYPES, TABLE_FORMATS, TABLE_MEDIA_TYPES
+from densewire import FORMATS, MEDIA_TYPES
 from densewire._formats import MEDIA_TYPE_ALIASES
-from densewire._tables import TABLE_MEDIA_TYPE_ALIASES
 
+from .dialects_openapi import DIALECT_SCHEMAS, dialect_paths
+from .kserve_routes import KSERVE_SCHEMAS, kserve_paths
+from .openapi_parts import BINARY, PRECISION_FIELDS, error_response, error_response_with, nullable
 from .request import EMBED_DTYPES, ENCODING_FORMATS, ENDIANNESS, SERVED_DTYPES
+from .tables.openapi import table_paths
 
 __all__ = ["build_openapi"]
-
-_BINARY = {"schema": {"type": "string", "format": "binary"}}
-
-
-#: what /v1/models and /health say about the precision the model runs in (issue 26)
-_PRECISION_FIELDS: dict[str, Any] = {
-    "precision": {"type": "string", "nullable": True, "enum": ["fp32", "bf16", "int8", "bf16-emulated", None],
-                  "description": "number format of the model's matrix products (--precision; null for a backend "
-                                 "that does not run a model here: hash, upstream)"},
-    "cpu_features": {"type": "array", "items": {"type": "string"},
-                     "description": "the CPU flags that decided precision and engine (amx_bf16, avx512_bf16, "
-                                    "amx_int8, avx512_vnni, avx_vnni, amx_tile, avx512f, avx2), those this CPU has"},
-}
-
-def _error_response(description: str) -> dict[str, Any]:
-    return {"description": description,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}}
-
-
-def _error_response_with(description: str, headers: dict[str, Any]) -> dict[str, Any]:
-    return {**_error_response(description), "headers": headers}
-
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    """Optional fields also accept null (meaning: the default), as many OpenAI clients send it."""
-    out = dict(schema, nullable=True)
-    if "enum" in out:
-        out["enum"] = [*out["enum"], None]
-    return out
-
-
-def _table_paths(tables: list[str], security: list[Any], auth_errors: dict[str, Any]) -> dict[str, Any]:
-    str_schema = {"schema": {"type": "string"}}
-    headers = {
-        "Vary": {"description": "always 'Accept, Accept-Encoding'", "schema": {"type": "string"}},
-        "ETag": {"description": "strong; differs per format and content coding", "schema": {"type": "string"}},
-        "Last-Modified": {"description": "when this version of the data was loaded", **str_schema},
-        "Cache-Control": {"description": "server configuration (default no-cache)", **str_schema},
-        "Densewire-Version": {"description": "1", **str_schema},
-        "Densewire-Table": {"description": "the table name", **str_schema},
-        "Densewire-Rows": {"description": "n in decimal", **str_schema},
-        "Densewire-Columns": {"description": "name=type,... (SPEC.md 15.2)", **str_schema},
-    }
-    value = {"description": "a cell: boolean, integer, number, string (text, uuid) or array of numbers"}
-    content: dict[str, Any] = {
-        "application/json": {"schema": {"type": "array", "items": {"type": "object", "additionalProperties": value}}},
-        TABLE_MEDIA_TYPES["json-rows"]: {"schema": {"type": "object", "required": ["name", "columns", "rows"]}},
-        TABLE_MEDIA_TYPES["json-columns"]: {"schema": {"type": "object", "required": ["name", "rows", "columns"]}},
-        "text/csv": str_schema,
-    }
-    for fmt in ("msgpack", "protobuf", "arrow"):
-        content[TABLE_MEDIA_TYPES[fmt]] = _BINARY
-    for alias in TABLE_MEDIA_TYPE_ALIASES:
-        content[alias] = _BINARY
-    column = {"type": "object", "required": ["name", "type"],
-              "properties": {"name": {"type": "string"}, "type": {"type": "string"}}}
-    table_card = {
-        "type": "object",
-        "required": ["object", "name", "rows", "columns", "version", "refreshed_at", "formats", "status"],
-        "properties": {
-            "object": {"type": "string", "enum": ["table"]},
-            "name": {"type": "string"},
-            "rows": {"type": "integer", "minimum": 0, "nullable": True},
-            "columns": {"type": "array", "items": column, "nullable": True},
-            "version": {"type": "string", "nullable": True,
-                        "description": "opaque; changes when the data does"},
-            "refreshed_at": {"type": "string", "format": "date-time", "nullable": True,
-                             "description": "the last successful load"},
-            "formats": {"type": "array", "items": {"type": "string", "enum": list(TABLE_FORMATS)}},
-            "status": {"type": "string", "enum": ["loading", "warming", "ready", "stale", "failed"]},
-            "refresh_error": {"type": "string", "nullable": True,
-                              "description": "why the last load failed (the last good version is served)"},
-        },
-    }
-    name_param = {"name": "name", "in": "path", "required": True,
-                  "schema": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"},
-                  **({"example": tables[0]} if tables else {})}
-    return {
-        "/v1/tables": {"get": {
-            "operationId": "listTables",
-            "security": security,
-            "responses": {
-                "200": {"description": "the served tables", "content": {"application/json": {"schema": {
-                    "type": "object", "required": ["object", "data"],
-                    "properties": {"object": {"type": "string", "enum": ["list"]},
-                                   "data": {"type": "array", "items": table_card}}}}}},
-                **auth_errors,
-            },
-        }},
-        "/v1/tables/{name}": {"get": {
-            "operationId": "getTable",
-            "description": "The table in the format that Accept or ?format= asks for (SPEC.md 15.9), from "
-                           "bodies serialized and compressed before the request; 304 on If-None-Match.",
-            "security": security,
-            "parameters": [
-                name_param,
-                {"name": "format", "in": "query", "required": False, "description": "overrides Accept",
-                 "schema": {"type": "string", "enum": list(TABLE_FORMATS)}},
-            ],
-            "responses": {
-                "200": {"description": "the table", "headers": headers, "content": content},
-                "304": {"description": "not modified (If-None-Match named the current ETag, or *)",
-                        "headers": {"ETag": headers["ETag"], "Vary": headers["Vary"]}},
-                **auth_errors,
-                "404": _error_response("unknown table"),
-                "406": _error_response("no acceptable media type (the message lists the table media types)"),
-                "422": _error_response("the data cannot be written in this format (JSON and NaN)"),
-                "503": _error_response("the table is still loading or its first load failed (Retry-After)"),
-            },
-        }},
-        "/demo/": {"get": {
-            "operationId": "demoPage",
-            "security": [],
-            "responses": {
-                "200": {"description": "the demo page", "content": {"text/html": str_schema}},
-                "404": _error_response("the demo page is not built"),
-            },
-        }},
-    }
-
-
-def _dialect_error(description: str, schema: str) -> dict[str, Any]:
-    return {"description": description,
-            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}}
-
-
-_DIALECT_SCHEMAS = {
-    "TeiError": {"type": "object", "required": ["error", "error_type"],
-                 "properties": {"error": {"type": "string"}, "error_type": {"type": "string"}}},
-    "CohereError": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
-    "OllamaError": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
-}
-
-
-def _dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any], text: dict[str, Any],
-                   security: list[Any], auth_errors: dict[str, Any], can_cut: bool, tokenizer: bool,
-                   max_tokens: int | None, quantize: bool) -> dict[str, Any]:
-    """TEI's, Cohere's and Ollama's routes (dialects.py, SPEC.md 6.4). A model that cannot cut inputs at
-    either end (no tokenizer of its own) is documented without the values that ask for it; a model without
-    a tokenizer to show has no /tokenize."""
-    binary = {MEDIA_TYPES[f]: _BINARY for f in FORMATS[1:]}
-    rows = {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}
-
-    def errors(schema: str, **codes: str) -> dict[str, Any]:
-        out = {code.removeprefix("s"): _dialect_error(why, schema) for code, why in codes.items()}
-        if auth_errors:
-            out["401"] = _dialect_error("missing or wrong API key", schema)
-        return out
-
-    tei_errors = errors("TeiError", s400="empty inputs (Empty), malformed JSON", s406="no acceptable media type",
-                        s413="too many inputs or an input too long with truncate false (Validation); "
-                             "a body too large", s415="unsupported Content-Type",
-                        s422="a field of the wrong type or out of range, or a prompt_name", s429="overloaded",
-                        s503="the model is not ready")
-    tei_request = {
-        "type": "object", "required": ["inputs"],
-        "properties": {
-            "inputs": {"anyOf": [text, {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": text},
-                                 token_ids,
-                                 {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": token_ids}]},
-            "truncate": {"type": "boolean", "nullable": True, "default": False,
-                         "description": "cut inputs longer than the model's maximum; absent: the server's "
-                                        "--auto-truncate (off by default: such an input is a 413)"},
-            "truncation_direction": {"type": "string", "nullable": True,
-                                     "enum": [*(["Left", "Right", "left", "right"] if can_cut else ["Right", "right"]),
-                                              None]},
-            "normalize": {"type": "boolean", "default": True, "nullable": True},
-            "dimensions": {"type": "integer", "minimum": 1, "maximum": max_dims, "nullable": True},
-            "prompt_name": {"type": "string", "nullable": True, "enum": [None],
-                            "description": "the model defines no prompts: only null"},
-        },
-    }
-    tei_embed = {
-        "security": security,
-        "requestBody": {"required": True, "content": {"application/json": {"schema": tei_request}}},
-        "responses": {"200": {"description": "one array of numbers per input (or a densewire format by Accept)",
-                              "content": {"application/json": {"schema": rows}, **binary}},
-                      **tei_errors},
-    }
-    token = {"type": "object", "required": ["id", "text", "special", "start", "stop"],
-             "properties": {"id": {"type": "integer"}, "text": {"type": "string"}, "special": {"type": "boolean"},
-                            "start": {"type": "integer", "nullable": True},
-                            "stop": {"type": "integer", "nullable": True}}}
-    cohere_types = ["float", *(["int8", "uint8"] if quantize else []), "binary", "ubinary", "base64"]
-    cohere_request = {
-        "type": "object", "additionalProperties": False, "required": ["texts"],
-        "properties": {
-            "texts": {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": text},
-            "model": {"type": "string", "nullable": True},
-            "input_type": {"type": "string", "nullable": True,
-                           "enum": ["search_document", "search_query", "classification", "clustering", None]},
-            "embedding_types": {"type": "array", "minItems": 1, "nullable": True,
-                                "items": {"type": "string", "enum": cohere_types}},
-            "output_dimension": {"type": "integer", "minimum": 1, "maximum": max_dims, "nullable": True},
-            "max_tokens": {"type": "integer", "minimum": 1 if can_cut or not max_tokens else max_tokens,
-                           "maximum": 0xFFFFFFFF, "nullable": True},
-            "truncate": {"type": "string", "nullable": True,
-                         "enum": [*(["NONE", "START", "END"] if can_cut else ["NONE", "END"]), None], "default": "END"},
-            "priority": {"type": "integer", "nullable": True},
-        },
-    }
-    cohere_response = {
-        "type": "object", "required": ["id", "embeddings", "meta"],
-        "properties": {"id": {"type": "string"}, "texts": {"type": "array", "items": {"type": "string"}},
-                       "embeddings": {"type": "object", "properties": {
-                           k: ({"type": "array", "items": {"type": "string"}} if k == "base64" else rows)
-                           for k in cohere_types}},
-                       "meta": {"type": "object"}, "response_type": {"type": "string"}},
-    }
-    ollama_model = {"type": "string", "minLength": 1, "description": "a served name (':latest' may follow)"}
-    keep_alive = {"nullable": True, "anyOf": [{"type": "string"}, {"type": "number"}]}
-    ollama_errors = errors("OllamaError", s400="a field missing, of the wrong type or out of range, an input too "
-                           "long with truncate false", s404="unknown model", s406="no acceptable media type",
-                           s413="body too large", s415="unsupported Content-Type", s429="overloaded",
-                           s503="the model is not ready")
-    paths = {
-        "/": {"get": {"operationId": "home", "security": [],
-                      "responses": {"200": {"description": "the server's own page",
-                                            "content": {"text/html": {"schema": {"type": "string"}}}}}},
-              "post": {"operationId": "teiRoot", "description": "TEI's /embed at the root, as TEI serves it",
-                       **tei_embed}},
-        "/embed": {"post": {"operationId": "teiEmbed", **tei_embed}},
-        "/tokenize": {"post": {
-            "operationId": "teiTokenize", "security": security,
-            "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                "type": "object", "required": ["inputs"],
-                "properties": {"inputs": {"anyOf": [{"type": "string"}, {"type": "array", "minItems": 1,
-                                                                         "maxItems": max_inputs,
-                                                                         "items": {"type": "string"}}]},
-                               "add_special_tokens": {"type": "boolean", "default": True, "nullable": True}}}}}},
-            "responses": {"200": {"description": "the tokens of each input; start/stop are byte offsets",
-                                  "content": {"application/json": {"schema": {
-                                      "type": "array", "items": {"type": "array", "items": token}}}}},
-                          **errors("TeiError", s400="malformed JSON", s413="too many inputs; a body too large",
-                                   s415="unsupported Content-Type",
-                                   s422="a field of the wrong type, or a model without a tokenizer (Tokenizer)",
-                                   s429="overloaded", s503="the model is not ready")},
-        }},
-        "/info": {"get": {
-            "operationId": "teiInfo", "security": security,
-            "responses": {"200": {"description": "TEI's Info", "content": {"application/json": {"schema": {
-                "type": "object", "required": ["model_id", "max_input_length", "max_client_batch_size"],
-                "properties": {"model_id": {"type": "string"}, "max_input_length": {"type": "integer"},
-                               "max_client_batch_size": {"type": "integer"}}}}}},
-                          **errors("TeiError", s503="the model is not ready")},
-        }},
-        "/v2/embed": {"post": {
-            "operationId": "cohereEmbed", "security": security,
-            "requestBody": {"required": True, "content": {"application/json": {"schema": cohere_request}}},
-            "responses": {"200": {"description": "embeddings by type (or one type in a densewire format by Accept)",
-                                  "content": {"application/json": {"schema": cohere_response}, **binary}},
-                          **errors("CohereError", s400="a field missing, unknown, of the wrong type or out of range",
-                                   s404="unknown model", s406="no acceptable media type, or a binary format "
-                                   "with several embedding types", s413="body too large",
-                                   s415="unsupported Content-Type",
-                                   s422="int8/uint8 when the server does not quantize", s429="overloaded",
-                                   s503="the model is not ready")},
-        }},
-        "/api/embed": {"post": {
-            "operationId": "ollamaEmbed", "security": security,
-            "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                "type": "object", "required": ["model"],
-                "properties": {"model": ollama_model,
-                               "input": {"nullable": True,
-                                         "anyOf": [{"type": "string"},
-                                                   {"type": "array", "maxItems": max_inputs,
-                                                    "items": {"type": "string"}}]},
-                               "truncate": {"type": "boolean", "default": True, "nullable": True},
-                               "dimensions": {"type": "integer", "minimum": 1, "maximum": max_dims, "nullable": True},
-                               "options": {"type": "object", "nullable": True}, "keep_alive": keep_alive}}}}},
-            "responses": {"200": {"description": "L2-normalised vectors, one per input",
-                                  "content": {"application/json": {"schema": {
-                                      "type": "object", "required": ["model", "embeddings"],
-                                      "properties": {"model": {"type": "string"}, "embeddings": rows,
-                                                     "total_duration": {"type": "integer"},
-                                                     "load_duration": {"type": "integer"},
-                                                     "prompt_eval_count": {"type": "integer"}}}}, **binary}},
-                          **ollama_errors},
-        }},
-        "/api/embeddings": {"post": {
-            "operationId": "ollamaEmbeddings", "security": security,
-            "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                "type": "object", "required": ["model"],
-                "properties": {"model": ollama_model, "prompt": {"type": "string", "nullable": True},
-                               "options": {"type": "object", "nullable": True}, "keep_alive": keep_alive}}}}},
-            "responses": {"200": {"description": "one vector ([] for an empty prompt)",
-                                  "content": {"application/json": {"schema": {
-                                      "type": "object", "required": ["embedding"],
-                                      "properties": {"embedding": {"type": "array", "items": {"type": "number"}}}}},
-                                      **binary}},
-                          **ollama_errors},
-        }},
-    }
-    if not tokenizer:
-        del paths["/tokenize"]
-    return paths
 
 
 def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: int, api_key: bool,
@@ -379,7 +88,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                                "token ids; at most max inputs, none empty",
                 "anyOf": openai_inputs,
             },
-            **{name: _nullable(schema) for name, schema in optional.items()},
+            **{name: nullable(schema) for name, schema in optional.items()},
         },
     }
     embedding_item = {
@@ -452,15 +161,15 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                        "created": {"type": "integer"}, "owned_by": {"type": "string"},
                        "dimensions": {"type": "integer"}, "max_tokens": {"type": "integer"},
                        "engine": {"type": "string"}, "execution_provider": {"type": "string", "nullable": True},
-                       **_PRECISION_FIELDS,
+                       **PRECISION_FIELDS,
                        "quantization": {"$ref": "#/components/schemas/Quantization"}},
     }
     vary = {"Vary": {"description": "always 'Accept, Accept-Encoding'", "schema": {"type": "string"}}}
     ok_content: dict[str, Any] = {"application/json": {"schema": {"$ref": "#/components/schemas/EmbeddingsResponse"}}}
     for fmt in FORMATS[1:]:
-        ok_content[MEDIA_TYPES[fmt]] = _BINARY
+        ok_content[MEDIA_TYPES[fmt]] = BINARY
     for alias in MEDIA_TYPE_ALIASES:
-        ok_content[alias] = _BINARY
+        ok_content[alias] = BINARY
     retry_after = {"description": "seconds to wait before retrying: on a 429, and on the 503 of a request that "
                                   "waited past --request-timeout, one mean request duration at the recent pace (at "
                                   "least 1); on the 503 of a draining server, 1",
@@ -476,7 +185,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
             "reason": {"type": "string", "description": "why not ready (503 only)"},
         },
     }
-    auth_errors = {"401": _error_response("missing or wrong API key")} if api_key else {}
+    auth_errors = {"401": error_response("missing or wrong API key")} if api_key else {}
     security = [{"bearer": []}] if api_key else []
 
     doc: dict[str, Any] = {
@@ -507,21 +216,21 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                                            "a JSON answer lists their indexes in truncated",
                             "schema": {"type": "integer", "minimum": 1}}},
                             "content": ok_content},
-                    "400": _error_response("malformed body, unknown dtype, or (invalid_field, as OpenAI and vLLM "
+                    "400": error_response("malformed body, unknown dtype, or (invalid_field, as OpenAI and vLLM "
                                            "answer it) a field missing, of the wrong type, out of range or unknown; "
                                            "an input longer than the model reads, not asked to be cut; dimensions "
                                            "on a model without Matryoshka sizes"),
                     **auth_errors,
-                    "404": _error_response("unknown model (judged before the other fields)"),
-                    "406": _error_response("no acceptable media type"),
-                    "413": _error_response("body (or decompressed body) too large"),
-                    "415": _error_response("unsupported Content-Type or Content-Encoding"),
-                    "422": _error_response("non_finite: NaN or infinity asked to be written as a JSON number"),
-                    "429": _error_response_with(
+                    "404": error_response("unknown model (judged before the other fields)"),
+                    "406": error_response("no acceptable media type"),
+                    "413": error_response("body (or decompressed body) too large"),
+                    "415": error_response("unsupported Content-Type or Content-Encoding"),
+                    "422": error_response("non_finite: NaN or infinity asked to be written as a JSON number"),
+                    "429": error_response_with(
                         "rate_limited: --max-concurrent-requests requests are already being processed or "
                         "waiting for the model; retry after Retry-After seconds",
                         {"Retry-After": retry_after}),
-                    "503": _error_response_with(
+                    "503": error_response_with(
                         "unavailable: the model is not loaded or failed; the server is draining (with "
                         "Connection: close; retry on another replica); or the request waited past "
                         "--request-timeout", {"Retry-After": retry_after}),
@@ -537,7 +246,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                                        "data": {"type": "array",
                                                 "items": {"$ref": "#/components/schemas/Model"}}}}}}},
                     **auth_errors,
-                    "503": _error_response("the model is not ready"),
+                    "503": error_response("the model is not ready"),
                 },
             }},
             "/v1/models/{model_id}": {"get": {
@@ -550,8 +259,8 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                     "200": {"description": "the model", "content": {"application/json": {
                         "schema": {"$ref": "#/components/schemas/Model"}}}},
                     **auth_errors,
-                    "404": _error_response("unknown model"),
-                    "503": _error_response("the model is not ready"),
+                    "404": error_response("unknown model"),
+                    "503": error_response("the model is not ready"),
                 },
             }},
             "/v1/quantization/{id}": {"get": {
@@ -565,8 +274,8 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Quantization"}}}},
                     "304": {"description": "If-None-Match names this id's ETag"},
                     **auth_errors,
-                    "404": _error_response("no ranges with this id"),
-                    "503": _error_response("the model is not ready, or its ranges could not be calibrated"),
+                    "404": error_response("no ranges with this id"),
+                    "503": error_response("the model is not ready, or its ranges could not be calibrated"),
                 },
             }},
             "/health": {"get": {
@@ -583,7 +292,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                                            "model": {"type": "string"}, "dimensions": {"type": "integer"},
                                            "engine": {"type": "string"},
                                            "execution_provider": {"type": "string", "nullable": True},
-                                           **_PRECISION_FIELDS,
+                                           **PRECISION_FIELDS,
                                            "redis": {"type": "string", "enum": ["up", "down", "disabled"]}}}}}},
                     "503": {"description": "the model is still loading", "content": {"application/json": {
                         "schema": {"type": "object"}}}},
@@ -627,11 +336,14 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
             },
         },
     }
-    doc["paths"].update(_dialect_paths(max_inputs=max_inputs, max_dims=max_dims, token_ids=token_ids, text=text,
+    doc["paths"].update(dialect_paths(max_inputs=max_inputs, max_dims=max_dims, token_ids=token_ids, text=text,
                                        security=security, auth_errors=auth_errors, can_cut=can_cut,
                                        tokenizer=tokenizer, max_tokens=max_tokens, quantize=quantize))
-    doc["components"]["schemas"].update(_DIALECT_SCHEMAS)
-    doc["paths"].update(_table_paths(list(tables or []), [] if public_tables else security,
+    doc["components"]["schemas"].update(DIALECT_SCHEMAS)
+    doc["paths"].update(kserve_paths(model_id=model_id, dimensions=dimensions, max_inputs=max_inputs,
+                                     security=security, auth_errors=auth_errors))
+    doc["components"]["schemas"].update(KSERVE_SCHEMAS)
+    doc["paths"].update(table_paths(list(tables or []), [] if public_tables else security,
                                      {} if public_tables else auth_errors))
     if api_key:
         doc["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
