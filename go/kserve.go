@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -229,7 +230,7 @@ func kserveSpecs(outputs any) ([]kserveSpec, *Error) {
 		}
 		shape, ok := kserveShape(m["shape"], datatype != "BYTES")
 		if !ok {
-			return nil, newError(InvalidField, f+".shape", -1, "must be an array of non-negative integers (one or two for a tensor)")
+			return nil, newError(InvalidField, f+".shape", -1, "must be an array of non-negative integers up to 2^31-1 (one or two for a tensor)")
 		}
 		var q string
 		if v, present := params["quantization"]; present && v != nil {
@@ -342,8 +343,8 @@ func kserveShape(v any, tensor bool) ([]int, bool) {
 	}
 	shape := make([]int, len(list))
 	for i, x := range list {
-		if shape[i], ok = jsonCount(x); !ok {
-			return nil, false
+		if shape[i], ok = jsonCount(x); !ok || tensor && shape[i] > math.MaxInt32 {
+			return nil, false // a tensor's entry is at most 2^31-1 (SPEC.md 19.2)
 		}
 	}
 	return shape, true

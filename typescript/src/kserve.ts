@@ -91,10 +91,14 @@ function headerLength(headers: HeadersInput, bodyLength: number): number | undef
   return h;
 }
 
+/** The largest shape entry a reader takes (SPEC.md 19.2): 2^31 - 1. */
+const MAX_SHAPE_ENTRY = 2 ** 31 - 1;
+
 function shapeOf(value: unknown, field: string, tensor: boolean): number[] {
-  const ok = Array.isArray(value) && value.every((s) => Number.isSafeInteger(s) && (s as number) >= 0);
+  const max = tensor ? MAX_SHAPE_ENTRY : Number.MAX_SAFE_INTEGER; // a BYTES shape only counts elements
+  const ok = Array.isArray(value) && value.every((s) => Number.isSafeInteger(s) && (s as number) >= 0 && (s as number) <= max);
   if (!ok || (tensor && value.length !== 1 && value.length !== 2)) {
-    throw invalid(field, `must be an array of ${tensor ? "one or two " : ""}non-negative integers, got ${describe(value)}`);
+    throw invalid(field, `must be an array of ${tensor ? "one or two " : ""}non-negative integers up to 2^31 - 1, got ${describe(value)}`);
   }
   return value as number[];
 }

@@ -21,6 +21,8 @@ module Densewire
                   "INT8" => "int8", "UINT8" => "uint8" }.freeze
     # KServe datatypes densewire has no dtype for (unknown_dtype when read).
     OTHER_DATATYPES = %w[BOOL INT16 INT32 INT64 UINT16 UINT32 UINT64].freeze
+    # The largest shape entry a reader takes (SPEC.md 19.2).
+    MAX_SHAPE_ENTRY = (2**31) - 1
     INT_RANGE = { "int8" => -128..127, "uint8" => 0..255 }.freeze
 
     # One output: +tensor+ for every datatype but BYTES, +elements+ (binary Strings) for BYTES;
@@ -136,8 +138,8 @@ module Densewire
 
         shape = o["shape"]
         tensor = datatype != "BYTES"
-        unless shape.is_a?(Array) && shape.all? { |s| s.is_a?(Integer) && s >= 0 } && (!tensor || [1, 2].include?(shape.size))
-          raise InvalidFieldError.new("must be an array of #{tensor ? "one or two " : ""}non-negative integers, got #{shape.inspect[0, 60]}",
+        unless shape.is_a?(Array) && shape.all? { |s| s.is_a?(Integer) && s >= 0 && (!tensor || s <= MAX_SHAPE_ENTRY) } && (!tensor || [1, 2].include?(shape.size))
+          raise InvalidFieldError.new("must be an array of #{tensor ? "one or two " : ""}non-negative integers up to 2^31-1, got #{shape.inspect[0, 60]}",
                                       field: "#{f}.shape")
         end
         q = params["quantization"]
