@@ -346,3 +346,22 @@ func ExampleDecodeKServe() {
 	// Output:
 	// m float32 1 2 [1 -2.5]
 }
+
+func ExampleRaggedTensor() {
+	// two inputs of 2 and 1 tokens, d = 2: the rows are one buffer, the offsets say where each starts
+	rows := densewire.Float32Bytes([]float32{1, 2, 3, 4, 5, 6})
+	t, err := densewire.NewRaggedTensor(densewire.Float32, 2, []uint32{0, 2, 3}, rows)
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := http.Header{}
+	body := densewire.EncodeRaggedRaw(h, t, nil) // offsets, padding to 8 bytes, rows
+	back, _, err := densewire.DecodeRaggedRaw(h, body)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, _ := back.Matrix(1).Float32() // matrix 1 aliases the body's rows
+	fmt.Println(h.Get("Densewire-Shape"), back.Offsets, m)
+	// Output:
+	// 2,2 [0 2 3] [5 6]
+}
