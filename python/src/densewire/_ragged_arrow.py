@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._arrow import _count, _pyarrow, _value_type, read_stream
-from ._errors import InvalidFieldError, ShapeMismatchError
+from ._errors import InvalidFieldError, MalformedError, ShapeMismatchError
 from ._ragged import RaggedTensor, SparseVectors, check_indices, check_sparse_dtype, check_vocab_size
 from ._tensor import Embeddings, Tensor, Usage, check_dtype, row_bytes, storage_dtype
 
@@ -86,6 +86,11 @@ def _view(pa, array, start: int, count: int, itemsize: int) -> memoryview | byte
 
 
 def _meaning(pa, schema, batches, kind: str) -> Embeddings:
+    for batch in batches:  # structure (section 10 step 2): nested offsets and children are followed below,
+        try:               # and an inconsistent one aborts pyarrow (found by fuzzing)
+            batch.validate(full=True)
+        except pa.ArrowException as exc:
+            raise MalformedError(f"a record batch is not valid Arrow: {exc}") from None
     meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
     if meta.get("densewire.kind") != kind:
         raise InvalidFieldError(f"a {kind} stream needs densewire.kind {kind!r}, got {meta.get('densewire.kind')!r}",

@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .base import BUILTIN_MODEL_NAME
-from .bert_model import BertLayer, BertModel, ModelNotFoundError, SentenceEncoder, pool
+from .bert_model import BertLayer, BertModel, ModelNotFoundError, SentenceEncoder
 from .blas import limit_blas_threads
 
 __all__ = [
@@ -293,19 +293,16 @@ class BertBackend(SentenceEncoder):
         self._vocab = self._word.shape[0]
 
     # -- computation -------------------------------------------------------
-    def _encode_sorted(self, seqs: list[list[int]], lengths: np.ndarray) -> np.ndarray:
-        out = np.empty((len(seqs), self.dimensions), dtype=_F32)
+    def _hidden_chunks(self, seqs: list[list[int]], lengths: np.ndarray):
         start = 0
         while start < len(seqs):
             longest = int(lengths[start])
             take = max(1, min(self._batch_size, self._max_batch_tokens // max(longest, 1)))
-            rows = slice(start, start + take)
+            rows = slice(start, min(start + take, len(seqs)))
             packed = np.fromiter((tok for s in seqs[rows] for tok in s), dtype=np.intp,
                                  count=int(lengths[rows].sum()))
-            x = self._forward(packed, lengths[rows])
-            out[rows] = pool(x, lengths[rows], self.model.pooling, self.model.normalize)
-            start += take
-        return out
+            yield rows.start, rows.stop, self._forward(packed, lengths[rows])
+            start = rows.stop
 
     def _forward(self, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """Encode one sub-batch: ``ids`` holds its sequences back to back.

@@ -369,4 +369,33 @@ class SentenceEncoder(Backend):
 
     def _encode_sorted(self, seqs: list[list[int]], lengths: np.ndarray) -> np.ndarray:
         """Pooled vectors of ``seqs`` (sorted longest first, ``lengths`` each)."""
+        out = np.empty((len(seqs), self.dimensions), dtype=_F32)
+        for start, end, hidden in self._hidden_chunks(seqs, lengths):
+            out[start:end] = pool(hidden, lengths[start:end], self.model.pooling, self.model.normalize)
+        return out
+
+    def _hidden_chunks(self, seqs: list[list[int]], lengths: np.ndarray):
+        """``(start, end, states)`` for consecutive chunks of ``seqs`` (sorted longest first): the packed
+        last hidden states of the chunk's tokens, sequences back to back, before pooling."""
         raise NotImplementedError
+
+    def embed_token_states(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, lengths)``: the last hidden state of every token of each text (special tokens
+        included, texts cut to ``max_tokens``), as sentence-transformers' ``encode(...,
+        output_value="token_embeddings")`` gives them; rows of all texts back to back in input order,
+        float32 ``(sum(lengths), hidden)``."""
+        check_texts(texts)
+        if not texts:
+            return np.zeros((0, self.model.hidden), _F32), np.zeros(0, np.intp)
+        seqs = [e.ids for e in self._tok.encode_batch(self._prepare(list(texts)))]
+        lengths = np.fromiter((len(s) for s in seqs), dtype=np.intp, count=len(seqs))
+        order = np.argsort(-lengths, kind="stable")
+        sorted_lengths = lengths[order]
+        packed = np.concatenate([np.asarray(h, dtype=_F32) for _, _, h in
+                                 self._hidden_chunks([seqs[i] for i in order.tolist()], sorted_lengths)])
+        starts_sorted = np.concatenate([[0], np.cumsum(sorted_lengths)[:-1]])
+        at = np.empty(len(seqs), np.intp)
+        at[order] = starts_sorted  # where each text's rows start in the sorted packing
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        gather = np.repeat(at - starts, lengths) + np.arange(int(lengths.sum()))
+        return packed[gather], lengths

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .._optional import require
-from .bert_model import BertModel, SentenceEncoder, pool
+from .bert_model import BertModel, SentenceEncoder
 from .precision import cpu_flags, int8_reduce_range
 from .onnx_graph import BUILDER_VERSION, DISABLED_FUSIONS, build_graph, packed_feeds
 
@@ -268,16 +268,13 @@ class OnnxBertBackend(SentenceEncoder):
             _quantize_int8(fp32, int8, self.reduce_range)
         return int8
 
-    def _encode_sorted(self, seqs: list[list[int]], lengths: np.ndarray) -> np.ndarray:
-        out = np.empty((len(seqs), self.dimensions), dtype=_F32)
+    def _hidden_chunks(self, seqs: list[list[int]], lengths: np.ndarray):
         start = 0
         for end in plan_chunks(lengths, self._batch_size, self._max_batch_tokens, self._overhead,
                                self._attention_weight):
-            rows = lengths[start:end]
-            (hidden,) = self._session.run(["last_hidden_state"], packed_feeds(seqs[start:end], rows))
-            out[start:end] = pool(hidden, rows, self.model.pooling, self.model.normalize)
+            (hidden,) = self._session.run(["last_hidden_state"], packed_feeds(seqs[start:end], lengths[start:end]))
+            yield start, end, hidden
             start = end
-        return out
 
     def __repr__(self) -> str:
         return (f"OnnxBertBackend(name={self.name!r}, max_tokens={self.max_tokens}, "

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .._optional import require
-from .bert_model import BertModel, SentenceEncoder, pool
+from .bert_model import BertModel, SentenceEncoder
 from .onnx_bert import _save_graph, _weights_sha256, cache_dir, plan_chunks
 from .onnx_graph import BUILDER_VERSION, build_plain_graph, packed_feeds
 
@@ -144,17 +144,14 @@ class OpenVinoBertBackend(SentenceEncoder):
             request = self._local.request = self._compiled.create_infer_request()
         return request
 
-    def _encode_sorted(self, seqs: list[list[int]], lengths: np.ndarray) -> np.ndarray:
-        out = np.empty((len(seqs), self.dimensions), dtype=_F32)
+    def _hidden_chunks(self, seqs: list[list[int]], lengths: np.ndarray):
         request = self._request()
         start = 0
         for end in plan_chunks(lengths, self._batch_size, self._max_batch_tokens, self._overhead,
                                self._attention_weight):
-            rows = lengths[start:end]
-            hidden = request.infer(packed_feeds(seqs[start:end], rows))[0]
-            out[start:end] = pool(np.asarray(hidden, dtype=_F32), rows, self.model.pooling, self.model.normalize)
+            hidden = request.infer(packed_feeds(seqs[start:end], lengths[start:end]))[0]
+            yield start, end, np.array(hidden, dtype=_F32)  # a copy: the request reuses its output tensor
             start = end
-        return out
 
     def __repr__(self) -> str:
         return (f"OpenVinoBertBackend(name={self.name!r}, max_tokens={self.max_tokens}, "

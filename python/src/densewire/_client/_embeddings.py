@@ -27,6 +27,7 @@ from .._optional import require
 from .._errors import DensewireError, InvalidFieldError
 from .._formats import MEDIA_TYPES, decode, format_for_media_type
 from .._quantize import QUANTIZED_DTYPES, Quantization
+from .._ragged import RaggedTensor
 from .._tensor import Embeddings
 from ._errors import APIError
 from ._loop import LoopThread, close_on_loop
@@ -69,6 +70,21 @@ def _decode_response(response: Response) -> Embeddings:
                        exc.field, exc.offset, attempts=response.attempts) from exc
 
 
+def _decode_tokens(response: Response) -> Embeddings:
+    """A per-token answer of ``POST /embed_all``: densewire's ragged tensor (SPEC.md 19), or TEI's JSON."""
+    raise_for_status(response)
+    fmt = format_for_media_type(response.header("Content-Type", "application/json")) or "json"
+    try:
+        if fmt == "json":  # TEI's own shape: [[[f32]]], one matrix per input
+            doc = orjson.loads(response.body)
+            return Embeddings(RaggedTensor.from_arrays([np.array(m, np.float32).reshape(len(m), -1) for m in doc]))
+        return decode(response.body, fmt, response.headers, kind="ragged")
+    except (DensewireError, orjson.JSONDecodeError, ValueError, TypeError) as exc:
+        raise APIError(response.status, f"the server's {fmt} per-token response does not decode: {exc}",
+                       getattr(exc, "category", "malformed"), getattr(exc, "field", None),
+                       getattr(exc, "offset", None), attempts=response.attempts) from exc
+
+
 def _as_array(emb: Embeddings) -> np.ndarray:
     t = emb.tensor
     return t.to_float32() if t.dtype == "bfloat16" else t.array
@@ -108,6 +124,7 @@ class AsyncClient:
         self.base_url = base_url_of(base_url)
         self.model = model
         self._url = yarl.URL(f"{self.base_url}/v1/embeddings")
+        self._tokens_url = yarl.URL(f"{self.base_url}/embed_all")
         self._headers = {"Accept": accept, "Accept-Encoding": accept_encoding, "Content-Type": "application/json",
                          **auth_headers(api_key)}
         self._transport = Transport(timeout=timeout, retry=RetryPolicy(max_retries, backoff_base, backoff_cap),
@@ -138,6 +155,18 @@ class AsyncClient:
         if dequantize:
             return await self.dequantize(emb)
         return _as_array(emb)
+
+    async def embed_tokens(self, texts, *, truncate: bool | None = None) -> RaggedTensor:
+        """Per-token embeddings (TEI's ``POST /embed_all``): one ``(tokens, hidden)`` matrix per text, special
+        tokens included, as a :class:`RaggedTensor` over one buffer (``r[i]`` is text ``i``'s matrix, a view).
+        Asked for by the client's ``accept`` (densewire's ragged raw body first by default); TEI's JSON shape
+        is read too. ``truncate`` cuts texts
+        longer than the model's maximum (the server's ``--auto-truncate`` when None)."""
+        body: dict[str, Any] = {"inputs": texts if isinstance(texts, str) else list(texts)}
+        if truncate is not None:
+            body["truncate"] = truncate
+        response = await self._transport.request("POST", self._tokens_url, self._headers, orjson.dumps(body))
+        return _decode_tokens(response).tensor
 
     async def quantization(self, quantization_id: str) -> Quantization:
         """The ranges with this id (``GET /v1/quantization/{id}``), checked (SPEC.md 17.6); fetched once
@@ -237,6 +266,10 @@ class Client:
         """Vectors of one request as an (n, d) array (int8/uint8 codes, or float32 with ``dequantize``)."""
         return self._loop.run(self._async.embed(texts, model=model, dimensions=dimensions, dtype=dtype,
                                                 dequantize=dequantize))
+
+    def embed_tokens(self, texts, *, truncate: bool | None = None) -> RaggedTensor:
+        """Per-token embeddings of each text as a :class:`RaggedTensor` (see :meth:`AsyncClient.embed_tokens`)."""
+        return self._loop.run(self._async.embed_tokens(texts, truncate=truncate))
 
     def quantization(self, quantization_id: str) -> Quantization:
         """The ranges with this id (``GET /v1/quantization/{id}``), fetched once per id."""

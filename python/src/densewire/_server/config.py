@@ -116,6 +116,7 @@ class ServerConfig:
     max_batch_wait_ms: float = 2.0
     max_client_batch_size: int = 2048
     max_body_bytes: int = 16 * MiB
+    max_token_output_bytes: int = 64 * MiB
     max_concurrent_requests: int = 128
     request_timeout: float = 30.0
     model_threads: int = 0  # 0: model_threads_for(cfg), as many calls as the cores hold
@@ -191,6 +192,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_client_batch_size", int, "most inputs in one request (default 2048)", "N"),
     Setting("max_body_bytes", _size, "largest request body, compressed and decompressed "
             "(default 16M)", "BYTES"),
+    Setting("max_token_output_bytes", _size, "largest per-token answer (POST /embed_all, /pooling): its "
+            "tokens x hidden size x 4 bytes, checked before the model runs; over it the request is a 413 "
+            "naming the limit (default 64M: 1,000 texts x 512 tokens x 384 floats is 750 MB)", "BYTES"),
     Setting("max_concurrent_requests", int, "most embeddings requests being processed or waiting for the "
             "model at once; one more is answered at once with 429 and Retry-After (default 128, so that a burst "
             "of short requests is admitted; at the 9.6 answers/s measured on a loaded 2-core machine "
@@ -325,6 +329,7 @@ def validate(cfg: ServerConfig) -> None:
         ("max_batch_wait_ms", cfg.max_batch_wait_ms >= 0, "must not be negative"),
         ("max_client_batch_size", cfg.max_client_batch_size >= 1, "must be at least 1"),
         ("max_body_bytes", cfg.max_body_bytes >= 1, "must be at least 1"),
+        ("max_token_output_bytes", cfg.max_token_output_bytes >= 1, "must be at least 1"),
         ("model_threads", cfg.model_threads >= 0, "must not be negative"),
         ("max_concurrent_requests", cfg.max_concurrent_requests >= 1, "must be at least 1"),
         ("request_timeout", cfg.request_timeout >= 0, "must not be negative"),

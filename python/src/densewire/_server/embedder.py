@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from densewire import InvalidFieldError, NotFoundError, UnavailableError
+from densewire import InvalidFieldError, NotFoundError, PayloadTooLargeError, RaggedTensor, UnavailableError
 
 from .batcher import MicroBatcher
 from .cache import MemoryCache, RedisCache, redis_key
@@ -28,7 +28,10 @@ from .logs import log
 from .matryoshka import declared_matryoshka
 from .metrics import Metrics
 
-__all__ = ["Embedder", "reduce_dimensions", "too_long"]
+__all__ = ["Embedder", "reduce_dimensions", "too_long", "TOKEN_STATES"]
+
+#: the memory cache's ``dims`` part of the key for per-token states (vectors use 0 or their dimensions)
+TOKEN_STATES = -1
 
 
 def too_long(index: int, count: int, limit: int, *, clipped: bool = False, field: str = "input",
@@ -331,6 +334,57 @@ class Embedder:
             self._update_cache_gauges()
 
         return _rows([found[t] for t in texts], d), [counts[t] for t in texts]
+
+    async def embed_token_states(self, texts: list[str], *, truncate: bool) -> tuple[RaggedTensor, list[int], list[int]]:
+        """``(per-token states, token counts, indexes cut)`` (SPEC.md 19.1): the model's last hidden state of
+        every token of each text, special tokens included, as a RaggedTensor of float32 rows.
+
+        Checked before the model runs: a backend without token states is ``invalid_field`` on ``model``;
+        with ``truncate`` False a text longer than the model's maximum is ``too_long``; an answer of more
+        than ``--max-token-output-bytes`` is 413 ``payload_too_large`` naming the limit. Matrices are
+        cached in memory under the key of their own kind (``(TOKEN_STATES, text)``), apart from vectors.
+        """
+        fn = getattr(self.backend, "embed_token_states", None)
+        if fn is None:
+            raise InvalidFieldError(f"the model {self.model_id} ({type(self.backend).__name__}) gives no per-token "
+                                    "output; serve a transformer model (folder or hub id)", field="model")
+        hidden = int(self.backend.model.hidden)
+        if not texts:
+            return RaggedTensor.from_arrays([], "float32", hidden), [], []
+        texts, clipped = await self.clip_texts(texts)
+        counts = await self.count_tokens(texts)
+        limit = self.max_tokens
+        if not truncate:
+            for i, c in enumerate(counts):
+                if c > limit:
+                    raise too_long(i, c, limit, clipped=i in clipped)
+        kept = [min(c, limit) for c in counts]
+        nbytes = sum(kept) * hidden * 4
+        if nbytes > self.cfg.max_token_output_bytes:
+            raise PayloadTooLargeError(
+                f"{sum(kept)} tokens x {hidden} floats x 4 bytes = {nbytes} bytes of per-token output is over the "
+                f"limit of {self.cfg.max_token_output_bytes} bytes (--max-token-output-bytes); send fewer or "
+                "shorter inputs", field="input")
+        mem, found, count_of = self.memory, {}, dict(zip(texts, kept))
+        for t in dict.fromkeys(texts):
+            entry = mem.get((TOKEN_STATES, t)) if mem.max_bytes > 0 else None
+            if entry is not None:
+                found[t] = entry[0]
+        if found:
+            self.metrics.cache_hits.labels("memory").inc(len(found))
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            self.metrics.cache_misses.inc(len(missing))
+            loop = asyncio.get_running_loop()
+            rows, lengths = await loop.run_in_executor(self._model_pool, fn, missing)
+            offsets = np.concatenate([[0], np.cumsum(lengths)])
+            for j, t in enumerate(missing):
+                found[t] = rows[offsets[j]:offsets[j + 1]]
+                mem.put((TOKEN_STATES, t), found[t], count_of[t])
+            self._update_cache_gauges()
+        self.metrics.inputs.inc(len(texts))
+        return (RaggedTensor.from_arrays([found[t] for t in texts], "float32", hidden), kept,
+                [i for i, c in enumerate(counts) if c > limit])
 
     async def embed_texts_cut(self, texts: list[str], dims: int | None, limit: int | None, side: str,
                               field: str) -> tuple[np.ndarray, list[int], list[int]]:

@@ -312,7 +312,7 @@ async def _render_format(cfg: ServerConfig, service: Embedder, emb: Embeddings, 
     render = partial(render_embeddings, emb, fmt, encoding_format=encoding_format,
                      byteorder=byteorder, content_encoding=content_encoding,
                      compress_min_bytes=cfg.compress_min_bytes)
-    if _encode_cost(fmt, encoding_format, emb.tensor.array.nbytes, content_encoding) >= _THREAD_ENCODE_COST:
+    if _encode_cost(fmt, encoding_format, emb.array.nbytes, content_encoding) >= _THREAD_ENCODE_COST:
         out, headers = await service.in_cpu_pool(render)
     else:
         out, headers = render()
