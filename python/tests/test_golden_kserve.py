@@ -92,3 +92,12 @@ def test_module_doctests() -> None:
 
     result = doctest.testmod(module)
     assert result.attempted and not result.failed
+
+
+def test_integral_floats_are_integers_of_int8_and_uint8_data() -> None:
+    """3.0 is the number 3 (SPEC.md 3.5): INT8/UINT8 JSON data may write it so; 2.5 stays invalid_field."""
+    doc = b'{"outputs":[{"name":"e","datatype":"INT8","shape":[1,3],"data":[3.0,-128,127.0]}]}'
+    assert decode_kserve(doc).outputs["e"].tensor.array.tolist() == [[3, -128, 127]]
+    with pytest.raises(DensewireError) as info:
+        decode_kserve(doc.replace(b"3.0", b"2.5"))
+    assert (info.value.category, info.value.field) == ("invalid_field", "outputs[0].data[0]")

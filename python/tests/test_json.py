@@ -163,3 +163,15 @@ def test_malformed_json_reports_the_byte_offset() -> None:
     with pytest.raises(densewire.MalformedError) as info:
         densewire.decode_json(b'{"data": [1,, 2]}')
     assert info.value.offset == 12
+
+
+@pytest.mark.parametrize("dtype,row,want", [("int8", "[3.0, -128, 127.0]", [3, -128, 127]),
+                                            ("uint8", "[0.0, 255.0, 128]", [0, 255, 128])])
+def test_integral_floats_are_integers_of_int8_and_uint8_rows(dtype, row, want) -> None:
+    """3.0 is the number 3 (SPEC.md 3.5): an int8/uint8 number row may write it so (this raised IndexError
+    instead of decoding); 2.5 and out-of-range values stay invalid_field on the item."""
+    body = ('{"object":"list","data":[{"object":"embedding","index":0,"embedding":%s}],"dtype":"%s"}' % (row, dtype))
+    assert densewire.decode_json(body.encode()).tensor.array.tolist() == [want]
+    with pytest.raises(densewire.InvalidFieldError) as info:
+        densewire.decode_json(body.replace(row, "[1, 2.5]").encode())
+    assert info.value.field == "data[0].embedding[1]"

@@ -84,3 +84,18 @@ def test_without_the_flag_there_is_no_cors() -> None:
         assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
         r = httpx.options(s.url + "/v1/tables/t", headers={"Origin": ORIGIN, "Access-Control-Request-Method": "GET"})
         assert r.status_code == 405
+
+
+def test_kserve_binary_responses_are_readable_by_a_page(server) -> None:
+    """A page sending the binary tensor extension is allowed its header, and can read the answer's
+    Inference-Header-Content-Length, without which it cannot find where the blobs start (SPEC.md 19.3)."""
+    r = httpx.options(server.url + "/v2/models/hash-8/infer", headers={
+        "Origin": ORIGIN, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type, inference-header-content-length"})
+    assert r.status_code == 200 and "inference-header-content-length" in _list(r.headers["access-control-allow-headers"])
+    doc = {"inputs": [{"name": "text", "shape": [1], "datatype": "BYTES", "data": ["a"]}],
+           "parameters": {"binary_data_output": True}}
+    r = httpx.post(server.url + "/v2/models/hash-8/infer", json=doc, headers={"Origin": ORIGIN,
+                                                                             "Authorization": "Bearer k1"})
+    assert r.status_code == 200 and r.headers["access-control-allow-origin"] == ORIGIN
+    assert "inference-header-content-length" in _list(r.headers["access-control-expose-headers"])

@@ -199,13 +199,25 @@ def test_bad_input_is_4xx_naming_tensor_field_and_offset(client, server) -> None
     assert "Traceback" not in server.log_text()
 
 
-def test_metrics_count_the_route(client, server) -> None:
+def test_metrics_and_cache_are_the_servers(client, server) -> None:
+    """The route is counted like every other, and its texts go through the server's cache: texts
+    /v1/embeddings embedded are cache hits over KServe, and new ones are misses that /v1/embeddings then hits."""
+    def hits() -> float:
+        return metric_value(server.metrics(), "densewire_cache_hits_total", layer="memory")
+
     before = metric_value(server.metrics(), "densewire_requests_total", route="/v2/models/{name}/infer",
                           status="200", format="kserve-binary")
+    _reference(server)
+    h0 = hits()
     _infer(client)
+    assert hits() == h0 + len(TEXTS)
+    fresh = ["never embedded before", "nor this one"]
+    got = _infer(client, fresh).as_numpy("embedding")
+    h1 = hits()
+    assert _reference(server, fresh).tensor.array.tobytes() == got.tobytes() and hits() == h1 + 2
     after = metric_value(server.metrics(), "densewire_requests_total", route="/v2/models/{name}/infer",
                          status="200", format="kserve-binary")
-    assert after == before + 1
+    assert after == before + 2
 
 
 def test_full_admission_is_429_with_retry_after() -> None:

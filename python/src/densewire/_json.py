@@ -349,9 +349,11 @@ def _decode_number_rows(rows: list, positions: list[int], dtype: str, dims: int 
         return convert(values.astype(np.float64), dtype)
     lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
     if values.dtype.kind == "f" or (values.size and (values.min() < lo or values.max() > hi)):
-        bad = np.argwhere((values < lo) | (values > hi) | (values != np.floor(values)))[0]
-        raise InvalidFieldError(f"{values[tuple(bad)]} is not a {dtype} value",
-                                field=f"data[{positions[bad[0]]}].embedding[{bad[1]}]")
+        wrong = np.argwhere((values < lo) | (values > hi) | (values != np.floor(values)))
+        if len(wrong):  # floats with no fraction are integers (3.0 is the number 3, SPEC.md 3.5)
+            bad = wrong[0]
+            raise InvalidFieldError(f"{values[tuple(bad)]} is not a {dtype} value",
+                                    field=f"data[{positions[bad[0]]}].embedding[{bad[1]}]")
     storage = np.int8 if dtype == "int8" else np.uint8
     d = (dims if dims is not None else values.shape[1] * 8) if dtype == "binary" else None
     return Tensor.from_array(values.astype(storage), dtype, d)

@@ -205,8 +205,8 @@ def _tensor_from_json(values: list, dtype: str, nd: tuple[int, int], field: str)
             raise InvalidFieldError(f"must be a number, not {_type_name(v)}", field=f"{field}[{j}]")
     if dtype in _INT_RANGE:
         lo, hi = _INT_RANGE[dtype]
-        for j, v in enumerate(values):
-            if type(v) is not int or not lo <= v <= hi:
+        for j, v in enumerate(values):  # 3.0 is the number 3 (SPEC.md 3.5)
+            if not (type(v) is int or v.is_integer()) or not lo <= v <= hi:
                 raise InvalidFieldError(f"{v!r} is not a {dtype} value ({lo} to {hi})", field=f"{field}[{j}]")
         storage = np.int8 if dtype == "int8" else np.uint8
         return Tensor(np.array(values, dtype=storage).reshape(nd), dtype, nd[1])

@@ -445,10 +445,11 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
 # what a page on another origin may send, and what its scripts may read of the answer: without
 # Access-Control-Expose-Headers a browser hides Densewire-Shape, Densewire-Columns and ETag from fetch
 CORS_REQUEST_HEADERS = ("Authorization", "Content-Type", "Content-Encoding", "If-None-Match",
-                        "Densewire-Shape", "Densewire-Dtype", "Densewire-Byteorder")
+                        "Densewire-Shape", "Densewire-Dtype", "Densewire-Byteorder", "Inference-Header-Content-Length")
 CORS_EXPOSED_HEADERS = ("ETag", "Content-Encoding", "Retry-After", "X-Request-Id", "Densewire-Version", "Densewire-Model",
                         "Densewire-Shape", "Densewire-Dtype", "Densewire-Byteorder", "Densewire-Prompt-Tokens",
-                        "Densewire-Total-Tokens", "Densewire-Truncated", "Densewire-Quantization", "Densewire-Table", "Densewire-Rows", "Densewire-Columns")
+                        "Densewire-Total-Tokens", "Densewire-Truncated", "Densewire-Quantization", "Densewire-Table", "Densewire-Rows", "Densewire-Columns",
+                        "Inference-Header-Content-Length")
 
 
 def _cors(origins: tuple[str, ...]) -> Middleware:
