@@ -308,9 +308,6 @@ func kserveJSONData(out *KServeOutput, f string, data any) *Error {
 		if !ok {
 			return newError(InvalidField, jf, -1, "must be a number, got "+jsonKind(v))
 		}
-		if (dtype == Int8 || dtype == Uint8) && strings.ContainsAny(string(num), ".eE") {
-			return newError(InvalidField, jf, -1, string(num)+" is not an integer")
-		}
 		x, err := strconv.ParseFloat(string(num), 64)
 		if err != nil && !isRangeErr(err) {
 			return newError(InvalidField, jf, -1, "not a number: "+string(num))

@@ -132,12 +132,17 @@ func TestDecodeKServeEmbeddings(t *testing.T) {
 	if _, err := densewire.KServeDType("INT64", "outputs[0].datatype"); err == nil {
 		t.Fatal("INT64 has no densewire dtype")
 	}
-	// JSON data: nested arrays in row-major order; an int8 written as 2.0 is not an integer
+	// JSON data: nested arrays in row-major order; an int8 written as 2.0 is the integer 2 (SPEC.md
+	// 3.5), 2.5 is not an int8
 	r, err = densewire.DecodeKServe(nil, []byte(`{"outputs":[{"name":"e","datatype":"INT8","shape":[2,2],"data":[[1,-2],[3,-128]]}]}`))
 	if err != nil || !reflect.DeepEqual(r.Outputs[0].Tensor.Data, []byte{1, 0xfe, 3, 0x80}) {
 		t.Fatalf("%v %v", r, err)
 	}
-	_, err = densewire.DecodeKServe(nil, []byte(`{"outputs":[{"name":"e","datatype":"INT8","shape":[1],"data":[2.0]}]}`))
+	r, err = densewire.DecodeKServe(nil, []byte(`{"outputs":[{"name":"e","datatype":"INT8","shape":[2],"data":[2.0,-3e0]}]}`))
+	if err != nil || !reflect.DeepEqual(r.Outputs[0].Tensor.Data, []byte{2, 0xfd}) {
+		t.Fatalf("%v %v", r, err)
+	}
+	_, err = densewire.DecodeKServe(nil, []byte(`{"outputs":[{"name":"e","datatype":"INT8","shape":[1],"data":[2.5]}]}`))
 	if e, ok := err.(*densewire.Error); !ok || e.Category != densewire.InvalidField || e.Field != "outputs[0].data[0]" {
 		t.Fatalf("%v", err)
 	}

@@ -127,7 +127,8 @@ func base64Part(dst []byte, s string, width int, order ByteOrder, field string) 
 	return nil
 }
 
-// numberItems stores JSON numbers as items of dst (SPEC.md 3.5); field[j] names a bad one.
+// numberItems stores JSON numbers as items of dst (SPEC.md 3.5: 3.0 is the integer 3 of an int8
+// row); field[j] names a bad one.
 func numberItems(dst []byte, dtype DType, values []any, field string) *Error {
 	for j, v := range values {
 		jf := field + "[" + strconv.Itoa(j) + "]"
@@ -138,9 +139,6 @@ func numberItems(dst []byte, dtype DType, values []any, field string) *Error {
 		x, err := strconv.ParseFloat(string(num), 64)
 		if err != nil && !isRangeErr(err) {
 			return newError(InvalidField, jf, -1, jf+" is not a number")
-		}
-		if (dtype == Int8 || dtype == Uint8 || dtype == Binary) && strings.ContainsAny(string(num), ".eE") {
-			return newError(InvalidField, jf, -1, jf+" is not an integer")
 		}
 		if e := putNumber(dst, dtype, j, x); e != nil {
 			e.Field, e.Message = jf, jf+": "+e.Message

@@ -48,10 +48,11 @@ class KServeTest < Minitest::Test
     assert_equal "outputs", error.field
   end
 
-  def test_json_data_nested_and_integral_floats_refused_for_int8
+  def test_json_data_nested_and_integral_floats_as_int8
     doc = ->(data) { %({"outputs":[{"name":"e","datatype":"INT8","shape":[2,2],"data":#{data}}]}) }
     assert_equal [[1, -2], [3, -128]], K.decode(doc.call("[[1,-2],[3,-128]]")).outputs["e"].tensor.rows
-    error = assert_raises(Densewire::InvalidFieldError) { K.decode(doc.call("[1,2.0,3,4]")) }
+    assert_equal [[1, 2], [-3, 4]], K.decode(doc.call("[1,2.0,-3e0,4]")).outputs["e"].tensor.rows # SPEC.md 3.5
+    error = assert_raises(Densewire::InvalidFieldError) { K.decode(doc.call("[1,2.5,3,4]")) }
     assert_equal "outputs[0].data[1]", error.field
     f16 = K.decode('{"outputs":[{"name":"e","datatype":"FP16","shape":[3],"data":[1,65520,0.1]}]}').outputs["e"].tensor
     assert_equal %w[3c00 7c00 2e66], f16.bits.map { |b| b.to_s(16).rjust(4, "0") } # 65520 rounds to +Inf, ties to even

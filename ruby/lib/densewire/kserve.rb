@@ -206,9 +206,12 @@ module Densewire
       end
       dtype = DATATYPES.fetch(out.datatype)
       range = INT_RANGE[dtype]
-      values.each_with_index do |v, j|
+      values = values.each_with_index.map do |v, j|
+        v = v.to_i if range && v.is_a?(Float) && v.finite? && v == v.floor # 3.0 is the integer 3 (SPEC.md 3.5)
         ok = range ? v.is_a?(Integer) && range.cover?(v) : v.is_a?(Numeric)
         raise InvalidFieldError.new("#{v.inspect[0, 40]} is not a #{range ? "#{dtype} (#{range})" : "number"}", field: "#{field}[#{j}]") unless ok
+
+        v
       end
       out.tensor = Tensor.from_values(values, dtype: dtype, shape: nd(out.shape))
     end
