@@ -131,6 +131,7 @@ export {
   acceptHeader,
   concatRows,
   decodeResponse,
+  decodeTokensResponse,
   formatOfContentType,
 } from "./client.js";
 export {
