@@ -41,13 +41,27 @@ async function readTable(body: Uint8Array | ArrayBuffer, kind: "ragged" | "spars
 
 /** One List column's rows: offsets rebased to 0 (n + 1 uint32) and the child's [start, end) items. */
 function listRows(columns: ArrowData[], n: number): { offsets: Uint32Array; spans: [ArrowData, number, number][] } {
+  // a batch may announce more rows than its offsets buffer holds (apache-arrow does not check): the
+  // buffer, a view of the body, bounds every loop and allocation below
+  let rows = 0;
+  for (const c of columns) {
+    if (!(c.valueOffsets instanceof Int32Array) || c.valueOffsets.length < c.offset + c.length + 1) {
+      throw new DensewireError("malformed", `a list of ${c.length} rows has ${c.valueOffsets?.length ?? 0} offsets`);
+    }
+    rows += c.length;
+  }
+  if (rows !== n) throw new DensewireError("malformed", `the batches hold ${rows} rows, the table ${n}`);
   const offsets = new Uint32Array(n + 1);
   const spans: [ArrowData, number, number][] = [];
   let row = 0;
   for (const c of columns) {
     const vo = c.valueOffsets;
     const first = vo[c.offset]!;
-    for (let i = 0; i < c.length; i++) offsets[row + i + 1] = offsets[row]! + (vo[c.offset + i + 1]! - first);
+    for (let i = 0; i < c.length; i++) {
+      const o = vo[c.offset + i + 1]!;
+      if (o < vo[c.offset + i]! || o < first) throw new DensewireError("malformed", `list offsets decrease at row ${row + i}`);
+      offsets[row + i + 1] = offsets[row]! + (o - first);
+    }
     spans.push([c.children[0]!, first, vo[c.offset + c.length]!]);
     row += c.length;
   }
@@ -95,6 +109,23 @@ function decimal(meta: Map<string, string>, key: string): number | undefined {
 
 /** Decodes a ragged Arrow stream (SPEC.md 19.7); errors in the order of section 10. */
 export async function decodeRaggedArrow(body: Uint8Array | ArrayBuffer): Promise<RaggedTensor> {
+  return structural(() => raggedArrow(body));
+}
+
+/**
+ * apache-arrow follows a record batch's structure as the schema says: a batch whose nodes or
+ * buffers do not match it (found by fuzzing) fails with a TypeError or RangeError, which is malformed.
+ */
+async function structural<T>(decode: () => Promise<T>): Promise<T> {
+  try {
+    return await decode();
+  } catch (e) {
+    if (e instanceof DensewireError) throw e;
+    throw new DensewireError("malformed", `the record batch does not match its schema: ${(e as Error).message}`, {}, { cause: e });
+  }
+}
+
+async function raggedArrow(body: Uint8Array | ArrayBuffer): Promise<RaggedTensor> {
   const { A, meta, field, named, columns, n } = await readTable(body, "ragged");
   const type = field.type;
   const item = A.DataType.isList(type) ? type.children[0]!.type : undefined;
@@ -128,6 +159,10 @@ export async function decodeRaggedArrow(body: Uint8Array | ArrayBuffer): Promise
 
 /** Decodes a sparse Arrow stream (SPEC.md 19.7); errors in the order of section 10. */
 export async function decodeSparseArrow(body: Uint8Array | ArrayBuffer): Promise<SparseTensor> {
+  return structural(() => sparseArrow(body));
+}
+
+async function sparseArrow(body: Uint8Array | ArrayBuffer): Promise<SparseTensor> {
   const { A, meta, field, named, columns, n } = await readTable(body, "sparse");
   const type = field.type;
   const ok = A.DataType.isStruct(type) && type.children.length === 2 && type.children[0]!.name === "indices" && type.children[1]!.name === "values" && type.children.every((c) => A.DataType.isList(c.type));
