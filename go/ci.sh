@@ -44,7 +44,7 @@ fuzz() { # fuzz PACKAGE TARGET
 }
 if [ "$FUZZTIME" != "0" ]; then
   for target in FuzzDecodeBase64 FuzzDecodeRaw FuzzDecodeMsgpack FuzzDecodeProtobuf FuzzDecodeJSON \
-      FuzzDecodeTableProtobuf FuzzDecodeTableMsgpack FuzzDecodeTableJSON FuzzDecodeTableCSV FuzzDecodeCopy; do
+      FuzzDecodeTableProtobuf FuzzDecodeTableMsgpack FuzzDecodeTableJSON FuzzDecodeTableCSV FuzzDecodeCopy FuzzDecodeKServe FuzzDecodeKinds; do
     fuzz . "$target"
   done
   for target in FuzzDecodeArrow FuzzDecodeArrowTable; do

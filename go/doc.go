@@ -33,6 +33,14 @@
 //     message types are in the subpackage densewirepb
 //   - Arrow IPC stream: the subpackage arrowipc, which registers itself with [Encode] and
 //     [Decode] (the format-generic entry points) when imported
+//   - ragged tensors ([RaggedTensor]: n matrices over one buffer of rows and uint32 offsets) and
+//     sparse tensors ([SparseTensor]: ascending uint32 indices and values per input) in every format
+//     (SPEC.md section 20): [DecodeRaggedRaw], [DecodeRaggedJSON], [DecodeRaggedMsgpack],
+//     [DecodeRaggedProtobuf], the Sparse ones, their encoders, and arrowipc.DecodeRagged /
+//     DecodeSparse; [Client.EmbedTokens] asks POST /embed_all for per-token embeddings
+//   - KServe v2 (Open Inference Protocol) responses, JSON tensors and the binary tensor extension:
+//     [DecodeKServe] into a [KServeResponse] whose outputs' tensors alias the body
+//     ([KServeResponse.Embeddings], [KServeDType])
 //
 // # Tables
 //

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -327,4 +328,40 @@ func ExampleDequantize() {
 	// Output:
 	// [-0.99607843 0.003921569 1.0019608 0.0029411765] 455fc59476466b04
 	// [0 128 255 64]
+}
+
+func ExampleDecodeKServe() {
+	// a KServe v2 / Triton response with the binary tensor extension: JSON header, then the blob
+	header := `{"model_name":"m","outputs":[{"name":"embedding","datatype":"FP32","shape":[1,2],"parameters":{"binary_data_size":8}}]}`
+	body := append([]byte(header), 0, 0, 0x80, 0x3f, 0, 0, 0x20, 0xc0)
+	h := http.Header{}
+	h.Set(densewire.HeaderInferenceHeaderContentLength, strconv.Itoa(len(header)))
+	r, err := densewire.DecodeKServe(h, body)
+	if err != nil {
+		log.Fatal(err)
+	}
+	t, meta, _ := r.Embeddings("embedding") // t.Data aliases body: no copy
+	v, _ := t.Float32()
+	fmt.Println(meta.Model, t.DType, t.N, t.D, v)
+	// Output:
+	// m float32 1 2 [1 -2.5]
+}
+
+func ExampleRaggedTensor() {
+	// two inputs of 2 and 1 tokens, d = 2: the rows are one buffer, the offsets say where each starts
+	rows := densewire.Float32Bytes([]float32{1, 2, 3, 4, 5, 6})
+	t, err := densewire.NewRaggedTensor(densewire.Float32, 2, []uint32{0, 2, 3}, rows)
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := http.Header{}
+	body := densewire.EncodeRaggedRaw(h, t, nil) // offsets, padding to 8 bytes, rows
+	back, _, err := densewire.DecodeRaggedRaw(h, body)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, _ := back.Matrix(1).Float32() // matrix 1 aliases the body's rows
+	fmt.Println(h.Get("Densewire-Shape"), back.Offsets, m)
+	// Output:
+	// 2,2 [0 2 3] [5 6]
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // The golden vectors of SPEC.md section 13: ONE data-driven test over testdata/golden/{tensors,
-// conversions,invalid,interop,tables,pgcopy,quantization}.json, one subtest per case id (tables:
+// conversions,invalid,interop,tables,pgcopy,quantization,retry,kserve,ragged,sparse}.json, one subtest per case id (tables:
 // table_golden_test.go; pgcopy: pgcopy_test.go; quantization: quantize_golden_test.go; retry: retry_golden_test.go). Every case Go claims (capabilities.json,
 // capabilities_test.go) runs: a format or direction this library did not handle would fail here;
 // the cases of unclaimed features are logged, not run.
@@ -89,6 +89,15 @@ type goldenCase struct {
 	WaitBits          string  `json:"wait_bits"`
 	GiveUp            string  `json:"give_up"`
 	RetryAfterSeconds string  `json:"retry_after_seconds"`
+	// ragged and sparse tensors (SPEC.md 20.8; ragged_test.go)
+	Kind    string   `json:"kind"`
+	Offsets []uint32 `json:"offsets"`
+	Indices []uint32 `json:"indices"`
+	// KServe v2 responses (SPEC.md 19, Open Inference Protocol; kserve_test.go)
+	Outputs      []kserveGoldenOutput `json:"outputs"`
+	ModelName    *string              `json:"model_name"`
+	ModelVersion *string              `json:"model_version"`
+	ResponseID   *string              `json:"response_id"`
 
 	file string
 }
@@ -117,7 +126,7 @@ func goldenDir(tb testing.TB) string {
 // it equal to SPEC.md's.
 const implementedSpecVersion = "1.4"
 
-var goldenFiles = []string{"tensors", "conversions", "invalid", "interop", "tables", "pgcopy", "quantization", "retry"}
+var goldenFiles = []string{"tensors", "conversions", "invalid", "interop", "tables", "pgcopy", "quantization", "retry", "kserve", "ragged", "sparse"}
 
 func loadGolden(tb testing.TB) []goldenCase {
 	tb.Helper()
@@ -189,6 +198,10 @@ func TestGolden(t *testing.T) {
 				}
 			case "retry":
 				checkRetry(t, &c)
+			case "kserve":
+				checkKServe(t, &c)
+			case "ragged", "sparse":
+				checkKind(t, &c)
 			default:
 				t.Fatalf("no check for file %s", c.file)
 			}

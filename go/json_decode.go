@@ -299,6 +299,12 @@ func decodeJSON(body []byte) (*Tensor, *Meta, *Error) {
 	return &Tensor{DType: dtype, N: n, D: d, Data: data}, meta, nil
 }
 
+// maxTokenCount is the largest usage count a decoder accepts, 2^53-1 (SPEC.md sections 6.2 and 8):
+// the largest integer every language's JSON numbers hold exactly.
+const maxTokenCount = 1<<53 - 1
+
+// decodeUsage reads the usage object: an absent count is 0, any count but an integer from 0 to
+// maxTokenCount (null included) is InvalidField on usage.prompt_tokens or usage.total_tokens.
 func decodeUsage(body []byte, s span, meta *Meta) *Error {
 	if body[s.start] != '{' {
 		return newError(InvalidField, "usage", s.start, "usage is not an object")
@@ -319,12 +325,9 @@ func decodeUsage(body []byte, s span, meta *Meta) *Error {
 		default:
 			return nil
 		}
-		if isNull(body, v) {
-			return nil
-		}
 		x, ok := jsonUint(body, v)
-		if !ok && bad == nil {
-			bad = newError(InvalidField, "usage."+key, v.start, "usage."+key+" is not a non-negative integer")
+		if (!ok || x > maxTokenCount) && bad == nil {
+			bad = newError(InvalidField, "usage."+key, v.start, "usage."+key+" is not an integer from 0 to 2^53-1")
 		}
 		*dst = x
 		return nil

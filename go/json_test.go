@@ -71,6 +71,12 @@ func TestDecodeJSONCases(t *testing.T) {
 					t.Fatalf("%v", v)
 				}
 			}},
+		{name: "usage count 2^53-1, a missing count 0", body: envelope(`{"index":0,"embedding":[1]}`, `,"usage":{"total_tokens":9007199254740991}`),
+			check: func(t *testing.T, _ *densewire.Tensor, m *densewire.Meta) {
+				if m.PromptTokens != 0 || m.TotalTokens != 1<<53-1 {
+					t.Fatalf("%+v", m)
+				}
+			}},
 		{name: "usage and model", body: envelope(`{"index":0,"embedding":[1]}`, `,"usage":{"prompt_tokens":5,"total_tokens":6,"other":[1]}`),
 			check: func(t *testing.T, _ *densewire.Tensor, m *densewire.Meta) {
 				if m.Model != "m" || m.PromptTokens != 5 || m.TotalTokens != 6 {
@@ -101,6 +107,8 @@ func TestDecodeJSONCases(t *testing.T) {
 		{name: "dimensions negative", body: envelope(`{"index":0,"embedding":[1]}`, `,"dimensions":-1`), err: densewire.InvalidField, field: "dimensions"},
 		{name: "dimensions fraction", body: envelope(`{"index":0,"embedding":[1]}`, `,"dimensions":1.5`), err: densewire.InvalidField, field: "dimensions"},
 		{name: "usage tokens string", body: envelope(`{"index":0,"embedding":[1]}`, `,"usage":{"prompt_tokens":"5"}`), err: densewire.InvalidField, field: "usage.prompt_tokens"},
+		{name: "usage tokens null", body: envelope(`{"index":0,"embedding":[1]}`, `,"usage":{"total_tokens":null}`), err: densewire.InvalidField, field: "usage.total_tokens"},
+		{name: "usage tokens 2^53", body: envelope(`{"index":0,"embedding":[1]}`, `,"usage":{"total_tokens":9007199254740992}`), err: densewire.InvalidField, field: "usage.total_tokens"},
 		{name: "model not string", body: `{"data":[],"model":5}`, err: densewire.InvalidField, field: "model"},
 		{name: "dangling base64 in first row", body: envelope(`{"index":0,"embedding":"AAAAA"}`, ``), err: densewire.InvalidBase64, field: "data[0].embedding", offset: 4},
 	}

@@ -252,8 +252,11 @@ func (r *mpReader) usage(meta *Meta) *Error {
 			continue
 		}
 		v, rest, err := msgp.ReadUint64Bytes(r.b)
+		if err == nil && v > maxTokenCount {
+			return newError(InvalidField, "usage."+string(key), valOff, "token count "+strconv.FormatUint(v, 10)+" is past 2^53-1 at offset "+strconv.Itoa(valOff))
+		}
 		if err != nil {
-			return r.fail(err, valOff, InvalidField, "usage."+string(key), "token count is not a non-negative integer")
+			return r.fail(err, valOff, InvalidField, "usage."+string(key), "token count is not an integer from 0 to 2^53-1")
 		}
 		*dst, r.b = v, rest
 	}

@@ -55,6 +55,8 @@ func TestDecodeMsgpackLenient(t *testing.T) {
 		{"map16 header", mp(raw("de0003"), str("dtype"), str("float32"), str("shape"), arrN(2), i64(1), i64(1), str("data"), bin(data))},
 		{"usage with unknown key", mp(mapN(4), str("dtype"), str("float32"), str("shape"), arrN(2), i64(1), i64(1), str("data"), bin(data),
 			str("usage"), mapN(3), str("cached"), i64(1), str("prompt_tokens"), i64(2), str("total_tokens"), i64(3))},
+		{"usage count 2^53-1", mp(mapN(4), str("dtype"), str("float32"), str("shape"), arrN(2), i64(1), i64(1), str("data"), bin(data),
+			str("usage"), mapN(1), str("total_tokens"), raw("cf001fffffffffffff"))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +95,9 @@ func TestDecodeMsgpackErrors(t *testing.T) {
 		{"model not str", mp(mapN(1), str("model"), i64(1)), densewire.InvalidField, "model", -2},
 		{"usage not map", mp(mapN(1), str("usage"), i64(1)), densewire.InvalidField, "usage", -2},
 		{"usage tokens negative", mp(mapN(1), str("usage"), mapN(1), str("prompt_tokens"), i64(-5)), densewire.InvalidField, "usage.prompt_tokens", -2},
+		{"usage tokens nil", mp(mapN(1), str("usage"), mapN(1), str("total_tokens"), raw("c0")), densewire.InvalidField, "usage.total_tokens", -2},
+		{"usage tokens float 2.0", mp(mapN(1), str("usage"), mapN(1), str("total_tokens"), f64(2)), densewire.InvalidField, "usage.total_tokens", -2},
+		{"usage tokens 2^53", mp(mapN(1), str("usage"), mapN(1), str("prompt_tokens"), raw("cf0020000000000000")), densewire.InvalidField, "usage.prompt_tokens", -2},
 		{"truncated in bin", head(str("data"), raw("c410")), densewire.Truncated, "", -1},
 		{"truncated in skipped value", mp(mapN(1), str("x"), raw("dc0005")), densewire.Truncated, "", -1},
 		{"invalid prefix in skipped value", mp(mapN(1), str("x"), raw("c1")), densewire.Malformed, "", -2},

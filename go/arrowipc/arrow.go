@@ -28,7 +28,10 @@ import (
 	densewire "github.com/densewire/densewire/go"
 )
 
-func init() { densewire.RegisterArrow(Encode, Decode) }
+func init() {
+	densewire.RegisterArrow(Encode, Decode)
+	densewire.RegisterArrowRagged(DecodeRagged)
+}
 
 // Metadata keys of SPEC.md section 10.
 const (

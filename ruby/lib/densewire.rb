@@ -8,7 +8,8 @@
 #   Densewire::Base64.decode(text, dtype: "float32", shape: [1, 3]).rows
 #
 # Formats: Densewire::Base64, Densewire::JSONEnvelope, Densewire::Raw, Densewire::Msgpack (needs the
-# msgpack gem), Densewire::Protobuf, Densewire::Arrow; negotiation and dispatch by media type:
+# msgpack gem), Densewire::Protobuf, Densewire::Arrow; KServe v2 responses: Densewire::KServe;
+# ragged and sparse tensors: Densewire::RaggedTensor, Densewire::SparseTensor, Densewire::Kinds; negotiation and dispatch by media type:
 # Densewire::Media; quantized int8/uint8 rows: Densewire::Quantization (dequantize, quantize, the
 # ranges' id); tables (SPEC.md section 15): Densewire::Table and its decoders
 # (TableProtobuf, TableMsgpack, TableJSON, TableCSV, TableArrow); HTTP: Densewire::Client (retries: Densewire::Retry). Errors: Densewire::Error and one
@@ -28,6 +29,10 @@ require_relative "densewire/raw"
 require_relative "densewire/msgpack"
 require_relative "densewire/protobuf"
 require_relative "densewire/arrow"
+require_relative "densewire/kserve"
+require_relative "densewire/ragged"
+require_relative "densewire/ragged_formats"
+require_relative "densewire/ragged_arrow"
 require_relative "densewire/quantization"
 require_relative "densewire/media"
 require_relative "densewire/table"

@@ -116,6 +116,33 @@ class FuzzTest < Minitest::Test
   tensor_target "arrow", ->(b, _) { Densewire::Arrow.decode(b) },
                 ->(e, _) { Densewire::Arrow.decode(Densewire::Arrow.encode(e)) }
 
+  # KServe v2 response bodies (SPEC.md 19, Open Inference Protocol), with their case's header length
+  KSERVE = GoldenFiles.cases("kserve").select { |c| c["format"] == "kserve" }
+
+  def test_fuzz_kserve
+    fuzz("kserve", KSERVE.map { |c| [c["encoded_hex"] || c["input_hex"]].pack("H*") }) do |i, input|
+      Densewire::KServe.decode(input, KSERVE[i]["headers"]).outputs.values.filter_map(&:tensor).first
+    end
+  end
+
+  # ragged and sparse bodies of every format (SPEC.md 20), with their case's headers and message
+  KINDS = %w[ragged sparse].flat_map { |f| GoldenFiles.cases(f) }
+
+  def test_fuzz_ragged_sparse
+    bodies = KINDS.map { |c| c["encoded_text"] || c["input_text"] || [c["encoded_hex"] || c["input_hex"]].pack("H*") }
+    fuzz("ragged_sparse", bodies) do |i, input|
+      c = KINDS[i]
+      k = Densewire::Kinds
+      case c["format"]
+      when "json" then k.decode_json(input, kind: c["kind"])
+      when "raw" then k.decode_raw(input, c["headers"], kind: c["kind"])
+      when "msgpack" then k.decode_msgpack(input, kind: c["kind"])
+      when "protobuf" then k.decode_protobuf(input, kind: c["kind"], message: c["message"])
+      else k.decode_arrow(input, kind: c["kind"])
+      end.then { |t| Densewire::Tensor.new(t.data, dtype: "uint8", shape: [1, t.data.bytesize]) }
+    end
+  end
+
   # Densewire-Dtype, -Shape, -Byteorder, -Version of the raw cases, mutated; the body is the case's.
   def test_fuzz_raw_headers
     cases = TENSORS.fetch("raw")

@@ -55,10 +55,19 @@ class JSONEnvelopeTest < Minitest::Test
     assert_equal [1, 16], bin.shape
   end
 
+  def test_integral_floats_are_int8_integers
+    assert_equal [[3, -128]], J.decode('{"data":[{"index":0,"embedding":[3.0,-128.0]}],"dtype":"int8"}').tensor.rows
+    error = assert_raises(Densewire::InvalidFieldError) { J.decode('{"data":[{"index":0,"embedding":[3.5]}],"dtype":"int8"}') }
+    assert_equal "data[0].embedding[0]", error.field
+  end
+
   def test_usage_counts_are_non_negative_integers
     text = ->(count) { %({"data":[{"index":0,"embedding":"AACAPw=="}],"usage":{"prompt_tokens":#{count},"total_tokens":2}}) }
     assert_equal [3, 2], J.decode(text.call(3)).usage.to_h.values
-    ["1e3080", "1.5", "-1", '"3"', "true"].each do |count|
+    assert_equal [9_007_199_254_740_991, 2], J.decode(text.call("9007199254740991")).usage.to_h.values
+    error = assert_raises(Densewire::InvalidFieldError) { J.decode('{"data":[],"usage":[1,1]}') }
+    assert_equal "usage", error.field
+    ["1e3080", "1.5", "-1", '"3"', "true", "null", "9007199254740992"].each do |count|
       error = assert_raises(Densewire::InvalidFieldError, count) { J.decode(text.call(count)) }
       assert_equal "usage.prompt_tokens", error.field
     end

@@ -20,8 +20,9 @@ class MsgpackTest < Minitest::Test
   def test_usage_counts_are_non_negative_integers
     t = Densewire::Tensor.from_values([[1.0]])
     body = ->(usage) { M.encode(t).sub("\x83".b, "\x84".b) + pack("usage") + pack(usage) }
-    assert_equal [4, nil], M.decode(body.call({ "prompt_tokens" => 4 })).usage.to_h.values
-    [-1, 2.5, "4"].each do |count|
+    assert_equal [4, 0], M.decode(body.call({ "prompt_tokens" => 4 })).usage.to_h.values
+    assert_equal [0, (2**53) - 1], M.decode(body.call({ "total_tokens" => (2**53) - 1 })).usage.to_h.values
+    [-1, 2.5, 2.0, "4", nil, 2**53].each do |count|
       error = assert_raises(Densewire::InvalidFieldError, count.inspect) { M.decode(body.call({ "total_tokens" => count })) }
       assert_equal "usage.total_tokens", error.field
     end

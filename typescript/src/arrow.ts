@@ -42,7 +42,7 @@ export function setArrowImporter(fn: (() => Promise<unknown>) | undefined): void
   loaded = undefined;
 }
 
-function innerType(A: ArrowModule, dtype: Exclude<DType, "binary">) {
+export function innerType(A: ArrowModule, dtype: Exclude<DType, "binary">) {
   switch (dtype) {
     case "float32":
       return new A.Float32();
@@ -60,7 +60,7 @@ function innerType(A: ArrowModule, dtype: Exclude<DType, "binary">) {
 }
 
 /** The dtype an Arrow item type carries (bfloat16 for UInt16), or undefined. */
-function dtypeOfItem(A: ArrowModule, t: unknown): DType | undefined {
+export function dtypeOfItem(A: ArrowModule, t: unknown): DType | undefined {
   if (A.DataType.isFloat(t)) return ({ [A.Precision.HALF]: "float16", [A.Precision.SINGLE]: "float32", [A.Precision.DOUBLE]: "float64" } as Record<number, DType>)[t.precision];
   if (A.DataType.isInt(t)) {
     if (t.bitWidth === 8) return t.isSigned ? "int8" : "uint8";

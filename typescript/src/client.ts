@@ -8,11 +8,15 @@
 import { decodeArrow } from "./arrow.js";
 import { type DType, type Embeddings, allocData } from "./dtypes.js";
 import { DensewireError, DensewireHTTPError, RateLimitError } from "./errors.js";
-import { decodeJSON } from "./json.js";
+import { decodeJSON, fillRow } from "./json.js";
 import { decodeMsgpack } from "./msgpack.js";
 import { decodeProtobuf } from "./protobuf.js";
 import { type Quantization, dequantize, parseQuantization } from "./quantization.js";
 import { decodeRaw } from "./raw.js";
+import { type RaggedTensor, decodeRaggedRaw } from "./ragged.js";
+import { decodeRaggedArrow } from "./ragged-arrow.js";
+import { decodeRaggedMsgpack } from "./ragged-msgpack.js";
+import { decodeRaggedProtobuf } from "./ragged-protobuf.js";
 import { type RetryOptions, fetchWithRetry, parseRetryAfter, retryPolicy } from "./retry.js";
 
 /** The body formats of SPEC.md section 12. */
@@ -123,6 +127,59 @@ export async function decodeResponse(response: Response, attempts = 0): Promise<
     case "arrow":
       return decodeArrow(body);
   }
+}
+
+/**
+ * Decodes a per-token response of `POST /embed_all` by its `Content-Type`: densewire's ragged tensor
+ * in any of its formats (SPEC.md 20), or TEI's JSON (`[[[f32]]]`, one matrix per input). A non-2xx
+ * response becomes a {@link DensewireHTTPError}.
+ */
+export async function decodeTokensResponse(response: Response, attempts = 0): Promise<RaggedTensor> {
+  if (!response.ok) throw await httpError(response, attempts);
+  const contentType = response.headers.get("content-type");
+  const format = formatOfContentType(contentType);
+  if (format === undefined) {
+    await response.body?.cancel().catch(() => undefined);
+    throw new DensewireError("unsupported_media_type", `cannot decode a response of type ${JSON.stringify(contentType)}`, { field: "Content-Type" });
+  }
+  const body = new Uint8Array(await response.arrayBuffer());
+  switch (format) {
+    case "json":
+      return teiTokens(body);
+    case "raw":
+      return decodeRaggedRaw(body, response.headers);
+    case "msgpack":
+      return decodeRaggedMsgpack(body);
+    case "protobuf":
+      return decodeRaggedProtobuf(body, { message: "RaggedEmbeddingsResponse" });
+    case "arrow":
+      return decodeRaggedArrow(body);
+  }
+}
+
+/** TEI's `/embed_all` JSON: an array of matrices (arrays of rows of numbers), into one float32 buffer. */
+function teiTokens(body: Uint8Array): RaggedTensor {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
+  } catch (e) {
+    throw new DensewireError("malformed", `not valid JSON: ${(e as Error).message}`, {}, { cause: e });
+  }
+  if (!Array.isArray(doc) || !doc.every(Array.isArray)) throw new DensewireError("invalid_field", "must be an array of matrices", { field: "$" });
+  const matrices = doc as unknown[][];
+  const offsets = new Uint32Array(matrices.length + 1);
+  matrices.forEach((m, i) => (offsets[i + 1] = offsets[i]! + m.length));
+  const first = matrices.find((m) => m.length > 0)?.[0];
+  const d = Array.isArray(first) ? first.length : 0;
+  const data = new Float32Array(offsets[matrices.length]! * d);
+  matrices.forEach((m, i) =>
+    m.forEach((row, r) => {
+      const field = `[${i}][${r}]`;
+      if (!Array.isArray(row) || row.length !== d) throw new DensewireError("shape_mismatch", `must be a row of ${d} numbers`, { field });
+      fillRow("float32", data, (offsets[i]! + r) * d, row, field);
+    }),
+  );
+  return { kind: "ragged", dtype: "float32", shape: [matrices.length, d], offsets, data };
 }
 
 /**
@@ -242,6 +299,33 @@ export class DensewireClient {
       throw new DensewireError("shape_mismatch", `quantization ${q.id} has ${q.dimensions} dimensions, the rows ${result.shape[1]}`, { field: "quantization" });
     }
     return dequantize(result, q);
+  }
+
+  /**
+   * Per-token embeddings (TEI's `POST /embed_all` on the server's root, beside `/v1`): one
+   * `m_i x d` matrix per text, special tokens included, as a {@link RaggedTensor} over one buffer
+   * (`raggedMatrix(t, i)` is text `i`'s, a view). Asked for in the client's formats (densewire's
+   * ragged raw body first by default); TEI's JSON shape is read too. `truncate` cuts texts longer
+   * than the model's maximum (the server's `--auto-truncate` when omitted). Retried as {@link embed}.
+   */
+  async embedTokens(input: string | readonly string[], options: Pick<EmbedOptions, "truncate" | "signal" | "formats" | "maxRetries"> = {}): Promise<RaggedTensor> {
+    const texts = typeof input === "string" ? [input] : [...input];
+    if (texts.length === 0) throw new TypeError("embedTokens: input must hold at least one text");
+    const request: Record<string, unknown> = { inputs: texts };
+    if (options.truncate !== undefined) request["truncate"] = options.truncate;
+    const init: RequestInit = {
+      method: "POST",
+      headers: this.#requestHeaders({ "Content-Type": "application/json", Accept: acceptHeader(options.formats ?? this.formats) }),
+      body: JSON.stringify(request),
+    };
+    if (options.signal !== undefined) init.signal = options.signal;
+    const root = this.baseURL.replace(/\/v1$/, "");
+    const { response, attempts } = await fetchWithRetry(this.#fetch, `${root}/embed_all`, init, this.#policy(options.maxRetries));
+    const result = await decodeTokensResponse(response, attempts);
+    if (result.shape[0] !== texts.length) {
+      throw new DensewireError("shape_mismatch", `the server returned ${result.shape[0]} matrices for ${texts.length} inputs`, { field: "data" });
+    }
+    return result;
   }
 
   /**

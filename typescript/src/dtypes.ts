@@ -51,6 +51,29 @@ export interface Usage {
 }
 
 /**
+ * Reads a decoded `usage` map (JSON envelope, MessagePack), as every library does: absent or null is
+ * no usage; otherwise it must be a map (`invalid_field` on `usage`) whose `prompt_tokens` and
+ * `total_tokens` are integers from 0 to 2^53 - 1 (`invalid_field` on `usage.prompt_tokens` /
+ * `usage.total_tokens`, also for a null count); an absent count is 0 (SPEC.md sections 6.2 and 8).
+ */
+export function parseUsage(value: unknown): Usage | undefined {
+  if (value === undefined || value === null) return undefined;
+  const proto = typeof value === "object" ? Object.getPrototypeOf(value) : undefined;
+  if (proto !== Object.prototype && proto !== null) {
+    throw new DensewireError("invalid_field", `must be a map of token counts, got ${describe(value)}`, { field: "usage" });
+  }
+  const map = value as Record<string, unknown>;
+  const count = (key: "prompt_tokens" | "total_tokens"): number => {
+    const v = Object.prototype.hasOwnProperty.call(map, key) ? map[key] : undefined;
+    if (v === undefined) return 0;
+    if (typeof v === "number" && Number.isSafeInteger(v) && v >= 0) return v;
+    if (typeof v === "bigint" && v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
+    throw new DensewireError("invalid_field", `must be a non-negative integer, got ${describe(v)}`, { field: `usage.${key}` });
+  };
+  return { prompt_tokens: count("prompt_tokens"), total_tokens: count("total_tokens") };
+}
+
+/**
  * What a decoder returns: the tensor and, for embeddings responses, the model id, usage and, for int8
  * and uint8 rows a server quantized, the id of the quantization ranges (`GET /v1/quantization/{id}`;
  * `dequantize` turns the codes back into float32).

@@ -2,7 +2,7 @@
  * densewire: embeddings, numeric tensors and tables on the wire at memory speed (wire spec 1.4).
  *
  * The one public surface of the package. Modules by format: base64, json, raw, msgpack, protobuf,
- * arrow (optional peer dependency apache-arrow), quantization (int8/uint8 codes and their ranges),
+ * arrow (optional peer dependency apache-arrow), ragged and sparse tensors in each of them (ragged*.ts), kserve (KServe v2 binary-extension responses), quantization (int8/uint8 codes and their ranges),
  * and the embeddings client; tables (SPEC.md section
  * 15: src/tables/) with their decoders, encoders and client.
  */
@@ -73,6 +73,41 @@ export { decodeMsgpack, encodeMsgpack } from "./msgpack.js";
 export { type ProtobufMessage, decodeProtobuf, encodeProtobuf } from "./protobuf.js";
 export { decodeArrow, encodeArrow, setArrowImporter } from "./arrow.js";
 export {
+  type KindEncodeOptions,
+  type RaggedTensor,
+  type SparseDType,
+  type SparseTensor,
+  decodeRaggedRaw,
+  decodeSparseRaw,
+  encodeRaggedRaw,
+  encodeSparseRaw,
+  makeRagged,
+  makeSparse,
+  raggedMatrix,
+  sparseVector,
+} from "./ragged.js";
+export { type KindJSONOptions, decodeRaggedJSON, decodeSparseJSON, encodeRaggedJSON, encodeSparseJSON } from "./ragged-json.js";
+export { decodeRaggedMsgpack, decodeSparseMsgpack, encodeRaggedMsgpack, encodeSparseMsgpack } from "./ragged-msgpack.js";
+export {
+  type RaggedProtobufMessage,
+  type SparseProtobufMessage,
+  decodeRaggedProtobuf,
+  decodeSparseProtobuf,
+  encodeRaggedProtobuf,
+  encodeSparseProtobuf,
+} from "./ragged-protobuf.js";
+export { decodeRaggedArrow, decodeSparseArrow, encodeRaggedArrow, encodeSparseArrow } from "./ragged-arrow.js";
+export {
+  type KServeDatatype,
+  type KServeOutput,
+  type KServeResponse,
+  INFERENCE_HEADER_CONTENT_LENGTH,
+  KSERVE_DATATYPES,
+  decodeKServe,
+  kserveEmbeddings,
+  parseKServeDatatype,
+} from "./kserve.js";
+export {
   type Quantization,
   type QuantizationCalibration,
   type QuantizationRanges,
@@ -96,6 +131,7 @@ export {
   acceptHeader,
   concatRows,
   decodeResponse,
+  decodeTokensResponse,
   formatOfContentType,
 } from "./client.js";
 export {

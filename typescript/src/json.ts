@@ -23,6 +23,7 @@ import {
   describe,
   parseByteOrder,
   parseDType,
+  parseUsage,
   rowBytes,
   swapBytes,
 } from "./dtypes.js";
@@ -128,10 +129,8 @@ export function decodeJSON(input: string | Uint8Array | ArrayBuffer | object): E
 
   const result = { dtype, shape: [n, d], data: out } as Embeddings;
   if (typeof doc["model"] === "string") result.model = doc["model"];
-  const usage = doc["usage"];
-  if (isObject(usage) && typeof usage["prompt_tokens"] === "number" && typeof usage["total_tokens"] === "number") {
-    result.usage = { prompt_tokens: usage["prompt_tokens"], total_tokens: usage["total_tokens"] };
-  }
+  const usage = parseUsage(doc["usage"]);
+  if (usage !== undefined) result.usage = usage;
   const quantization = readQuantizationId(doc["quantization"], "quantization");
   if (quantization !== undefined) result.quantization = quantization;
   return result;
@@ -190,7 +189,7 @@ function badItem(dtype: DType, v: unknown, field: string, j: number): DensewireE
 }
 
 /** Writes one row of JSON numbers into `out` at `at` (one specialised loop per dtype: this is the hot path). */
-function fillRow(dtype: DType, out: Tensor["data"], at: number, row: unknown[], field: string): void {
+export function fillRow(dtype: DType, out: Tensor["data"], at: number, row: unknown[], field: string): void {
   const w = row.length;
   switch (dtype) {
     case "float32":
@@ -258,7 +257,7 @@ function shortest(value: number, readsBack: (x: number) => boolean, maxDigits: n
 
 const POW10 = Array.from({ length: 400 }, (_, i) => Number(`1e${i}`)); // exact up to 1e22, nearest beyond
 
-function numberRow(dtype: DType, data: Tensor["data"], start: number, width: number, i: number): string {
+export function numberRow(dtype: DType, data: Tensor["data"], start: number, width: number, i: number): string {
   const parts = new Array<string>(width);
   const u32 = dtype === "float32" ? new Uint32Array(data.buffer, data.byteOffset, data.length) : undefined;
   for (let j = 0; j < width; j++) {

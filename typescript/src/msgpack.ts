@@ -10,7 +10,7 @@
  * byte-exact with every other implementation.
  */
 import { Decoder, Encoder } from "@msgpack/msgpack";
-import { type Embeddings, type Tensor, type Usage, checkLength, describe, parseDType, rowBytes, viewAs, DTYPES, bytesOf } from "./dtypes.js";
+import { type Embeddings, type Tensor, type Usage, checkLength, describe, parseDType, parseUsage, rowBytes, viewAs, DTYPES, bytesOf } from "./dtypes.js";
 import { DensewireError } from "./errors.js";
 import { checkQuantization } from "./quantization.js";
 
@@ -74,12 +74,13 @@ export function decodeMsgpack(body: Uint8Array | ArrayBuffer): Embeddings {
     if (typeof doc["model"] !== "string") throw new DensewireError("invalid_field", `must be a str, got ${describe(doc["model"])}`, { field: "model" });
     result.model = doc["model"];
   }
-  if ("usage" in doc) {
-    const u = doc["usage"];
-    if (!isPlainObject(u) || !isCount(u["prompt_tokens"]) || !isCount(u["total_tokens"])) {
-      throw new DensewireError("invalid_field", `must be a map {prompt_tokens, total_tokens}, got ${describe(u)}`, { field: "usage" });
-    }
-    result.usage = { prompt_tokens: u["prompt_tokens"], total_tokens: u["total_tokens"] };
+  const usage = parseUsage(doc["usage"]);
+  if (usage !== undefined) {
+    // MessagePack types its numbers: a float count (even 2.0) is not an integer, although the
+    // decoder hands it over as one (section 8)
+    const float = floatUsageCount(bytes);
+    if (float !== undefined) throw new DensewireError("invalid_field", "must be a MessagePack integer, got a float", { field: `usage.${float}` });
+    result.usage = usage;
   }
   if ("quantization" in doc) {
     const q = doc["quantization"];
@@ -111,6 +112,72 @@ export function encodeMsgpack(tensor: Tensor | Embeddings, options: { model?: st
   // a fresh encoder sized for the body: its buffer is returned as is (no regrowth, no final copy)
   const encoder = new Encoder({ initialBufferSize: data.length + 256 + (model?.length ?? 0) * 3 });
   return encoder.encodeSharedRef(doc);
+}
+
+/**
+ * The end of the value at `pos` in a body the decoder already accepted (so it is complete): one
+ * value's head at a time, its nested values counted, not recursed into.
+ */
+function valueEnd(b: Uint8Array, dv: DataView, pos: number): number {
+  for (let pending = 1; pending > 0; pending--) {
+    const [children, end] = valueHead(b, dv, pos);
+    pending += children;
+    pos = end;
+  }
+  return pos;
+}
+
+/** The nested values a value's head opens, and where its head (with any payload) ends. */
+function valueHead(b: Uint8Array, dv: DataView, pos: number): [number, number] {
+  const t = b[pos]!;
+  const u = (at: number, k: number) => (k === 1 ? b[at]! : k === 2 ? dv.getUint16(at) : dv.getUint32(at));
+  let children = 0;
+  let end: number;
+  if (t <= 0x7f || t >= 0xe0 || t === 0xc0 || t === 0xc2 || t === 0xc3) end = pos + 1;
+  else if (t >= 0x80 && t <= 0x8f) (children = 2 * (t & 0x0f)), (end = pos + 1);
+  else if (t >= 0x90 && t <= 0x9f) (children = t & 0x0f), (end = pos + 1);
+  else if (t >= 0xa0 && t <= 0xbf) end = pos + 1 + (t & 0x1f);
+  else {
+    const lenBytes: Record<number, number> = { 0xc4: 1, 0xc5: 2, 0xc6: 4, 0xd9: 1, 0xda: 2, 0xdb: 4 };
+    const extBytes: Record<number, number> = { 0xc7: 1, 0xc8: 2, 0xc9: 4 };
+    const fixed: Record<number, number> = { 0xca: 4, 0xcb: 8, 0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8, 0xd0: 1, 0xd1: 2, 0xd2: 4, 0xd3: 8, 0xd4: 2, 0xd5: 3, 0xd6: 5, 0xd7: 9, 0xd8: 17 };
+    if (t in lenBytes) end = pos + 1 + lenBytes[t]! + u(pos + 1, lenBytes[t]!);
+    else if (t in extBytes) end = pos + 2 + extBytes[t]! + u(pos + 1, extBytes[t]!);
+    else if (t in fixed) end = pos + 1 + fixed[t]!;
+    else if (t === 0xdc || t === 0xde) (children = u(pos + 1, 2) * (t === 0xde ? 2 : 1)), (end = pos + 3);
+    else (children = u(pos + 1, 4) * (t === 0xdf ? 2 : 1)), (end = pos + 5); // 0xdd, 0xdf
+  }
+  return [children, end];
+}
+
+/** The name of a usage count written as a MessagePack float (0xca, 0xcb), in a decoded body. */
+export function floatUsageCount(b: Uint8Array): string | undefined {
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const str = (pos: number): [string, number] | undefined => {
+    const t = b[pos]!;
+    const [len, at] = t >= 0xa0 && t <= 0xbf ? [t & 0x1f, pos + 1] : t === 0xd9 ? [b[pos + 1]!, pos + 2] : [-1, 0];
+    return len < 0 || len > 16 ? undefined : [String.fromCharCode(...b.subarray(at, at + len)), at + len];
+  };
+  const entries = (pos: number): [number, number] => {
+    const t = b[pos]!;
+    return t <= 0x8f ? [t & 0x0f, pos + 1] : t === 0xde ? [dv.getUint16(pos + 1), pos + 3] : [dv.getUint32(pos + 1), pos + 5];
+  };
+  let [count, pos] = entries(0);
+  for (let i = 0; i < count; i++) {
+    const key = str(pos);
+    const valuePos = key?.[1] ?? valueEnd(b, dv, pos);
+    if (key?.[0] === "usage") {
+      let [inner, p] = entries(valuePos); // a map: parseUsage checked it
+      for (let j = 0; j < inner; j++) {
+        const k = str(p);
+        const vp = k?.[1] ?? valueEnd(b, dv, p);
+        if ((k?.[0] === "prompt_tokens" || k?.[0] === "total_tokens") && (b[vp] === 0xca || b[vp] === 0xcb)) return k[0];
+        p = valueEnd(b, dv, vp);
+      }
+    }
+    pos = valueEnd(b, dv, valuePos);
+  }
+  return undefined;
 }
 
 // ------------------------------------------------------------------------- error location (slow path)

@@ -14,6 +14,7 @@ import {
   decodeArrow,
   decodeBase64,
   decodeJSON,
+  decodeKServe,
   decodeMsgpack,
   decodeProtobuf,
   decodeRaw,
@@ -279,6 +280,45 @@ async function checkQuantization(c: GoldenCase): Promise<void> {
   }
 }
 
+/** kserve.json (SPEC.md 19.6): the reader's outputs, or its error; kserve_request cases are a server's (not claimed). */
+function checkKServe(c: GoldenCase): void {
+  const headers = c["headers"] as Record<string, string>;
+  if ("error" in c) {
+    const expected = { category: c["error"] as string, offset: c["offset"] as number | undefined, field: c["field"] as string | undefined };
+    assertDensewireError(() => decodeKServe(fromHex(c["input_hex"] as string), headers), expected);
+    return;
+  }
+  const body = fromHex(c["encoded_hex"] as string);
+  const r = decodeKServe(body, headers);
+  assert.equal(r.modelName, c["model_name"], "model_name");
+  assert.equal(r.modelVersion, c["model_version"], "model_version");
+  assert.equal(r.id, c["response_id"], "id");
+  const expected = c["outputs"] as GoldenCase[];
+  let blobAt = Number(Object.entries(headers).find(([k]) => k.toLowerCase() === "inference-header-content-length")?.[1] ?? body.length);
+  assert.deepEqual([...r.outputs.keys()], expected.map((o) => o["name"]), "output names in order");
+  for (const o of expected) {
+    const out = r.outputs.get(o["name"] as string)!;
+    const start = blobAt;
+    if (out.binary) blobAt += out.parameters["binary_data_size"] as number;
+    assert.equal(out.datatype, o["datatype"], "datatype");
+    assert.deepEqual(out.shape, o["shape"], "shape");
+    assert.equal(out.binary, o["binary"], "binary");
+    const { binary_data_size: _, ...parameters } = out.parameters;
+    assert.deepEqual(parameters, o["parameters"], "parameters");
+    if (o["datatype"] === "BYTES") {
+      assert.deepEqual(out.elements!.map(toHex), o["elements_hex"], "elements_hex");
+      if (o["binary"]) for (const e of out.elements!) assert.equal(e.buffer, body.buffer, "BYTES elements are views over the body");
+      continue;
+    }
+    const t = out.tensor!;
+    const shape = o["shape"] as number[];
+    assertTensor(t, { dtype: o["dtype"], shape: shape.length === 1 ? [1, shape[0]] : shape, items: o["items"] });
+    if (o["binary"] && start % t.data.BYTES_PER_ELEMENT === 0) {
+      assert.ok(t.data.buffer === body.buffer && t.data.byteOffset === start, "an aligned blob is a view over the body");
+    }
+  }
+}
+
 describe("golden vectors", () => {
   const files: [string, GoldenCase[], (c: GoldenCase) => void | Promise<void>][] = [
     ["tensors.json", loadGolden("tensors"), checkValid],
@@ -286,6 +326,7 @@ describe("golden vectors", () => {
     ["invalid.json", loadGolden("invalid"), checkInvalid],
     ["conversions.json", loadGolden("conversions"), checkConversion],
     ["quantization.json", loadGolden("quantization"), checkQuantization],
+    ["kserve.json", loadGolden("kserve"), checkKServe],
   ];
   const claimed = new Set(claimedCases(Object.fromEntries(files.map(([name, cases]) => [name, cases]))).map((c) => c.id));
   for (const [, cases, check] of files) for (const c of cases) if (claimed.has(c.id)) it(c.id, () => check(c));

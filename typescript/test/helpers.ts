@@ -26,7 +26,7 @@ export interface GoldenCase {
   [key: string]: unknown;
 }
 
-export function loadGolden(name: "tensors" | "conversions" | "invalid" | "interop" | "quantization" | "retry"): GoldenCase[] {
+export function loadGolden(name: "tensors" | "conversions" | "invalid" | "interop" | "quantization" | "retry" | "kserve" | "ragged" | "sparse"): GoldenCase[] {
   const doc = JSON.parse(readFileSync(join(repoRoot(), "testdata", "golden", `${name}.json`), "utf8")) as { cases: GoldenCase[] };
   return doc.cases;
 }

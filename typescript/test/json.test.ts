@@ -81,6 +81,17 @@ describe("JSON envelope decoding", () => {
     const t = decodeJSON({ data: [{ index: 0, embedding: [1], extra: true }], whatever: 1, usage: { prompt_tokens: 1, total_tokens: 2 } });
     assert.deepEqual(t.usage, { prompt_tokens: 1, total_tokens: 2 });
   });
+
+  it("holds usage counts to non-negative integers, naming the count", () => {
+    const env = (usage: unknown) => JSON.stringify({ data: [{ index: 0, embedding: [1] }], usage });
+    assert.deepEqual(decodeJSON(env({ total_tokens: 4 })).usage, { prompt_tokens: 0, total_tokens: 4 });
+    assert.equal(decodeJSON(env(null)).usage, undefined);
+    assertDensewireError(() => decodeJSON(env(3)), { category: "invalid_field", field: "usage" });
+    assertDensewireError(() => decodeJSON(env({ prompt_tokens: -1, total_tokens: 1 })), { category: "invalid_field", field: "usage.prompt_tokens" });
+    assertDensewireError(() => decodeJSON(env({ prompt_tokens: 1, total_tokens: 2.5 })), { category: "invalid_field", field: "usage.total_tokens" });
+    assertDensewireError(() => decodeJSON(env({ prompt_tokens: 1, total_tokens: "2" })), { category: "invalid_field", field: "usage.total_tokens" });
+    assertDensewireError(() => decodeJSON(env({ prompt_tokens: true, total_tokens: 2 })), { category: "invalid_field", field: "usage.prompt_tokens" });
+  });
 });
 
 describe("JSON envelope encoding", () => {

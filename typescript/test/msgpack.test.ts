@@ -90,7 +90,23 @@ describe("MessagePack", () => {
     assertDensewireError(() => decodeMsgpack(bad({ shape: "1,1" })), { category: "invalid_field", field: "shape" });
     assertDensewireError(() => decodeMsgpack(bad({ data: [0, 0, 0, 0] })), { category: "invalid_field", field: "data" });
     assertDensewireError(() => decodeMsgpack(bad({ model: 3 })), { category: "invalid_field", field: "model" });
-    assertDensewireError(() => decodeMsgpack(bad({ usage: { prompt_tokens: 1 } })), { category: "invalid_field", field: "usage" });
+    // usage counts are non-negative integers (an absent one is 0, as in Python's Usage.parse)
+    assert.deepEqual(decodeMsgpack(bad({ usage: { prompt_tokens: 1 } })).usage, { prompt_tokens: 1, total_tokens: 0 });
+    assertDensewireError(() => decodeMsgpack(bad({ usage: [1, 1] })), { category: "invalid_field", field: "usage" });
+    assertDensewireError(() => decodeMsgpack(bad({ usage: { prompt_tokens: -1, total_tokens: 1 } })), { category: "invalid_field", field: "usage.prompt_tokens" });
+    assertDensewireError(() => decodeMsgpack(bad({ usage: { prompt_tokens: 1, total_tokens: 1.5 } })), { category: "invalid_field", field: "usage.total_tokens" });
+    assertDensewireError(() => decodeMsgpack(bad({ usage: { prompt_tokens: "1", total_tokens: 1 } })), { category: "invalid_field", field: "usage.prompt_tokens" });
+    assertDensewireError(() => decodeMsgpack(bad({ usage: { prompt_tokens: null, total_tokens: 1 } })), { category: "invalid_field", field: "usage.prompt_tokens" });
     assertDensewireError(() => decodeMsgpack(bad({ data: new Uint8Array(5) })), { category: "length_mismatch", offset: 4, field: "data" });
+  });
+
+  it("tells a float usage count from an integer one behind values of every kind", () => {
+    // {"x": [ext8, {"k": bin8}, [[nil]], str8], "dtype": "uint8", "shape": [1, 1], "data": bin(1), "usage": {...}}
+    const prefix = "85a17894c70201abcd81a16bc40201ff9191c0d903616263a56474797065a575696e7438a57368617065920101a464617461c40107a5757361676582";
+    const counts = (total: string) => fromHex(prefix + "ad70726f6d70745f746f6b656e7302" + "ac746f74616c5f746f6b656e73" + total);
+    assert.deepEqual(decodeMsgpack(counts("03")).usage, { prompt_tokens: 2, total_tokens: 3 });
+    assert.deepEqual(decodeMsgpack(counts("cd0100")).usage, { prompt_tokens: 2, total_tokens: 256 });
+    assertDensewireError(() => decodeMsgpack(counts("ca40400000")), { category: "invalid_field", field: "usage.total_tokens" }); // float32 3.0
+    assertDensewireError(() => decodeMsgpack(counts("cb4008000000000000")), { category: "invalid_field", field: "usage.total_tokens" }); // float64 3.0
   });
 });

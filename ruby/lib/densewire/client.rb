@@ -105,6 +105,27 @@ module Densewire
     end
     alias embeddings create_embeddings
 
+    # Per-token embeddings (TEI's POST /embed_all, which densewire serve answers beside /v1): one
+    # tokens x d matrix per text, special tokens included, as a Densewire::RaggedTensor over one rows
+    # String (+matrix(i)+). Asked for in the client's formats (densewire's ragged raw body first);
+    # TEI's own JSON ([[[f32]]]) is read too. +truncate+ cuts texts longer than the model's maximum
+    # (the server's --auto-truncate when nil).
+    def embed_tokens(input, truncate: nil, max_retries: nil)
+      texts = input.is_a?(String) ? [input] : input.to_a
+      raise ArgumentError, "embed_tokens needs at least one text" if texts.empty?
+
+      body = { "inputs" => texts }
+      body["truncate"] = truncate unless truncate.nil?
+      response, attempts = send_post("#{@prefix.delete_suffix("/v1")}/embed_all", JSON.generate(body), max_retries)
+      status = response.code.to_i
+      raise http_error(response, status, attempts) unless status.between?(200, 299)
+
+      t = decode_tokens(response)
+      raise ShapeMismatchError.new("the server returned #{t.shape[0]} matrices for #{texts.size} inputs", field: "data") unless t.shape[0] == texts.size
+
+      t
+    end
+
     # The quantization ranges a server publishes at GET /v1/quantization/ID, as a Densewire::Quantization
     # checked against its id. The object is immutable: it is fetched once per id and kept for the
     # client's lifetime (a failed fetch is not kept).
@@ -191,6 +212,35 @@ module Densewire
     end
 
     def post(path, json, max_retries = nil)
+      handle(*send_post(path, json, max_retries))
+    end
+
+    # A per-token answer: densewire's ragged tensor in any format (SPEC.md 20), or TEI's JSON.
+    def decode_tokens(response)
+      body = Media.inflate(response.body.to_s, response["Content-Encoding"])
+      case Media.format_of(response["Content-Type"])
+      when :json then tei_tokens(body)
+      when :raw then Kinds.decode_raw(body, response, kind: "ragged")
+      when :msgpack then Kinds.decode_msgpack(body, kind: "ragged")
+      when :protobuf then Kinds.decode_protobuf(body, kind: "ragged", message: "RaggedEmbeddingsResponse")
+      when :arrow then Kinds.decode_arrow(body, kind: "ragged")
+      else raise UnsupportedMediaTypeError.new("unexpected Content-Type #{response["Content-Type"].inspect}", field: "Content-Type")
+      end
+    end
+
+    def tei_tokens(body)
+      doc = JSONEnvelope.parse(body)
+      raise InvalidFieldError.new("must be an array of matrices", field: "$") unless doc.is_a?(Array) && doc.all?(Array)
+
+      d = doc.find { |m| !m.empty? }&.first&.size || 0
+      rows = doc.each_with_index.map do |m, i|
+        m.each_with_index.map { |row, r| JSONEnvelope.number_row(row.is_a?(Array) ? row : [row], "float32", d, "[#{i}][#{r}]") }.join
+      end
+      RaggedTensor.new(rows.join.b, dtype: "float32", d: d, offsets: doc.each_with_object([0]) { |m, o| o << (o[-1] + m.size) })
+    end
+
+    # A JSON POST with the client's headers and retries: [response, attempts].
+    def send_post(path, json, max_retries = nil)
       request = Net::HTTP::Post.new(path)
       request["Content-Type"] = "application/json"
       request["Accept"] = @accept
@@ -199,8 +249,7 @@ module Densewire
       request["Authorization"] = "Bearer #{@api_key}" if @api_key
       @headers.each { |k, v| request[k] = v }
       request.body = json
-      response, attempts = send_request(request, max_retries)
-      handle(response, attempts)
+      send_request(request, max_retries)
     end
 
     def dequantize_response(result, dtype, max_retries)

@@ -3,15 +3,21 @@
 module Densewire
   # Token counts of an embeddings response.
   Usage = Struct.new(:prompt_tokens, :total_tokens, keyword_init: true) do
-    # A decoded usage map (JSON or MessagePack): nil unless it is a map; an absent count stays nil,
-    # a present one must be a non-negative Integer (InvalidFieldError on "usage.prompt_tokens" ...).
+    # The largest count a decoder accepts (SPEC.md sections 6.2 and 8): 2^53 - 1, the largest integer
+    # every language's JSON numbers hold exactly.
+    MAX_COUNT = (2**53) - 1
+
+    # A decoded usage map (JSON or MessagePack): nil when absent (nil); InvalidFieldError on "usage"
+    # unless it is a map; a missing count is 0, a present one must be an Integer from 0 to MAX_COUNT
+    # (InvalidFieldError on "usage.prompt_tokens" / "usage.total_tokens", a nil count included).
     def self.parse(value)
-      return nil unless value.is_a?(Hash)
+      return nil if value.nil?
+      raise InvalidFieldError.new("must be a map of token counts, got #{value.inspect[0, 40]}", field: "usage") unless value.is_a?(Hash)
 
       counts = %w[prompt_tokens total_tokens].to_h do |key|
-        v = value[key]
-        unless v.nil? || (v.is_a?(Integer) && v >= 0)
-          raise InvalidFieldError.new("must be a non-negative integer, got #{v.inspect[0, 40]}", field: "usage.#{key}")
+        v = value.fetch(key, 0)
+        unless v.is_a?(Integer) && v >= 0 && v <= MAX_COUNT
+          raise InvalidFieldError.new("must be an integer from 0 to 2^53-1, got #{v.inspect[0, 40]}", field: "usage.#{key}")
         end
 
         [key.to_sym, v]

@@ -238,10 +238,14 @@ module Densewire
       case dtype
       when "int8", "uint8", "binary"
         lo, hi = dtype == "int8" ? [-128, 127] : [0, 255]
-        values.each_with_index do |v, j|
+        ints = values.each_with_index.map do |v, j|
+          # 3.0 is the integer 3 (SPEC.md section 3.5)
+          v = v.to_i if v.is_a?(Float) && v.finite? && v == v.floor
           raise InvalidFieldError.new("#{v.inspect} is not in #{lo}..#{hi}", field: "#{field}[#{j}]") unless v.is_a?(Integer) && v.between?(lo, hi)
+
+          v
         end
-        values.pack(dtype == "int8" ? "c*" : "C*")
+        ints.pack(dtype == "int8" ? "c*" : "C*")
       else
         begin
           Convert.pack_floats(values, dtype)

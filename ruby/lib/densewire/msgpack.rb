@@ -45,6 +45,11 @@ module Densewire
     # Decodes a body into Embeddings (model and usage nil when absent). Keys may come in any order,
     # integers in any width; unknown keys are skipped.
     def decode(body)
+      embeddings_of(read_fields(body))
+    end
+
+    # The body's map (str keys) with section 8's structural errors: also read by Densewire::Kinds.
+    def read_fields(body)
       lib = library
       body = body.to_s.b
       size = body.bytesize
@@ -71,7 +76,7 @@ module Densewire
       end
       raise MalformedError.new("#{size - pos.call} bytes follow the map", offset: pos.call) unless unpacker.buffer.size.zero?
 
-      embeddings_of(fields)
+      fields
     end
 
     def guard(lib, size, at)
