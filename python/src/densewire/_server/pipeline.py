@@ -1,11 +1,11 @@
 """The pipeline every embeddings call shares, whatever carries it: the HTTP routes (``POST /v1/embeddings``
-and the other servers' routes of dialects.py) and the gRPC methods (grpc.py). :func:`run_pipeline` runs
+and the other servers' routes of dialects.py) and the gRPC methods (grpc_call.py). :func:`run_pipeline` runs
 auth, admission and the call's handler, and turns every failure into a :class:`Failure` (the error and
 its headers); a handler gets a :class:`Call`, which reads the body, calls the model (``_embed``: caches,
 token ids, truncation) and renders densewire's formats. The call itself is an :class:`Incoming`: its
 headers (HTTP headers or gRPC metadata), its query, its body, the client's deadline and a signal that
 the client has gone, so HTTP and gRPC are two thin adapters: :func:`run_call` (a Starlette request, the
-route's error envelope) and grpc.py's (a ``grpc.aio`` context, status codes).
+route's error envelope) and grpc_call.py's (a ``grpc.aio`` context, status codes).
 
 One named step per concern: ``_authorize`` (API key, model loaded) -> ``ServerState.admit``
 (admission.py) -> ``Call.negotiate`` (Accept, Accept-Encoding) -> ``_read_body`` (Content-Type, size,
