@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .._stores.lance import LanceTableError, check_table, fixed_size_block, lancedb
 from ._columns import ids_of, vector_chunks
-from ._errors import BatchError
+from ._errors import BatchError, store_check_error
 
 __all__ = ["LanceDBSink"]
 
@@ -54,8 +54,7 @@ class LanceDBSink:
             self._table, self._schema = check_table(db, self.table, self.id_column, self.column, dims, value_type,
                                                     create=self.create_table, id_type=id_type)
         except LanceTableError as exc:
-            raise BatchError(str(exc), category="shape_mismatch" if "dimensions for" in str(exc) else "invalid_field",
-                             column=self.column, block=block) from None
+            raise store_check_error(exc, column=self.column, block=block) from None
         self._dims = dims
 
     def write(self, data: pa.Table | pa.RecordBatch, *, block: str) -> int:

@@ -24,7 +24,7 @@ from .._optional import require
 from .._stores._esbulk import float32_rows
 from .._stores.milvus import MilvusCollectionError, check_collection, pymilvus, send_upsert, upsert_request
 from ._columns import ids_of, vector_chunks
-from ._errors import BatchError
+from ._errors import BatchError, store_check_error
 
 __all__ = ["MilvusSink"]
 
@@ -69,8 +69,7 @@ class MilvusSink:
                                             vector_type, create=self.create_collection, metric=self.metric,
                                             string_ids=string_ids)
         except MilvusCollectionError as exc:
-            raise BatchError(str(exc), category="shape_mismatch" if "dimensions for" in str(exc) else "invalid_field",
-                             column=self.column, block=block) from None
+            raise store_check_error(exc, column=self.column, block=block) from None
         except pymilvus().MilvusException as exc:
             raise BatchError(f"Milvus at {self.uri}: {exc}", category="unavailable", block=block) from exc
         self._dims = dims
