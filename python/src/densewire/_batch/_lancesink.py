@@ -59,7 +59,7 @@ class LanceDBSink:
 
     def write(self, data: pa.Table | pa.RecordBatch, *, block: str) -> int:
         ids_of(data, self.id_column, block=block)  # no null id
-        pieces = [(r, a) for r, a in vector_chunks(data, self.column, id_column=self.id_column, block=block) if len(a)]
+        pieces = vector_chunks(data, self.column, id_column=self.id_column, block=block, skip_empty=True)
         if not pieces:
             return 0
         d = pieces[0][1].shape[1]

@@ -67,7 +67,8 @@ class OpenSearchSink(EsBulkSink):
         self.target(dims, block=block)
 
     def write(self, data: pa.Table | pa.RecordBatch, *, block: str) -> int:
-        pieces = [a for _r, a in vector_chunks(data, self.field, id_column=self.id_column, block=block) if len(a)]
+        pieces = [a for _r, a in vector_chunks(data, self.field, id_column=self.id_column, block=block,
+                                               skip_empty=True)]
         if not pieces:
             return 0
         target = self.target(pieces[0].shape[1], block=block)
