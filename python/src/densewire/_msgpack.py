@@ -161,6 +161,15 @@ def read_top_map(body) -> dict:
     return doc
 
 
+def nd_shape(doc: dict) -> list[int]:
+    """The map's ``shape``, checked to be ``[n, d]`` of two non-negative integers."""
+    shape = doc.get("shape")
+    if (not isinstance(shape, list) or len(shape) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in shape)):
+        raise InvalidFieldError(f"must be [n, d] with two non-negative integers, got {shape!r}", field="shape")
+    return shape
+
+
 def decode_msgpack(body) -> Embeddings:
     """Decode the map; ``tensor.array`` is a read-only view over ``body``."""
     doc = read_top_map(body)
@@ -168,10 +177,7 @@ def decode_msgpack(body) -> Embeddings:
     if dtype is None:
         raise InvalidFieldError("missing", field="dtype")
     dtype = check_dtype(dtype)
-    shape = doc.get("shape")
-    if (not isinstance(shape, list) or len(shape) != 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in shape)):
-        raise InvalidFieldError(f"must be [n, d] with two non-negative integers, got {shape!r}", field="shape")
+    shape = nd_shape(doc)
     data = doc.get("data")
     if not isinstance(data, memoryview):
         raise InvalidFieldError("missing or not MessagePack bin", field="data")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._errors import InvalidFieldError, LengthMismatchError
-from ._msgpack import _bin_header, _str, _uint, read_top_map
+from ._msgpack import _bin_header, _str, _uint, nd_shape, read_top_map
 from ._ragged import RaggedTensor, SparseVectors, check_indices, check_sparse_dtype, check_vocab_size, read_offsets
 from ._tensor import Embeddings, Tensor, Usage, check_dtype, storage_dtype
 
@@ -54,10 +54,7 @@ def decode_msgpack_kind(body, kind: str) -> Embeddings:
     if doc.get("dtype") is None:
         raise InvalidFieldError("missing", field="dtype")
     dtype = check_dtype(doc["dtype"]) if kind == "ragged" else check_sparse_dtype(doc["dtype"])
-    shape = doc.get("shape")
-    if (not isinstance(shape, list) or len(shape) != 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in shape)):
-        raise InvalidFieldError(f"must be [n, d] with two non-negative integers, got {shape!r}", field="shape")
+    shape = nd_shape(doc)
     n, d = shape
     if kind == "sparse":
         check_vocab_size(d, "shape")
