@@ -9,6 +9,7 @@
 # The server is the `chroma` of $CHROMA, or of the repository's .venv (scripts/setup-python.sh dev pins
 # chromadb), or the first on PATH.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/service-lib.sh"
 cmd=${1:?usage: $0 start|stop DIR}
 dir=${2:?usage: $0 start|stop DIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,7 +19,7 @@ chroma=${CHROMA:-}
 case "$cmd" in
   start)
     [ -n "$chroma" ] || { echo "no chroma server: run scripts/setup-python.sh dev (or pip install chromadb)" >&2; exit 1; }
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    port=$(free_port)
     mkdir -p "$dir/data"
     ANONYMIZED_TELEMETRY=False setsid "$chroma" run --path "$dir/data" --host 127.0.0.1 --port "$port" \
       >"$dir/log" 2>&1 </dev/null &
@@ -34,12 +35,7 @@ case "$cmd" in
     exit 1
     ;;
   stop)
-    if [ -f "$dir/pid" ]; then
-      pid=$(cat "$dir/pid")
-      kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-      kill -9 -- "-$pid" 2>/dev/null || true
-    fi
+    stop_pidfile "$dir" 10 group
     rm -rf "$dir"
     ;;
   *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;

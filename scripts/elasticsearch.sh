@@ -21,6 +21,7 @@
 # newest under /usr/lib/jvm. ES refuses to run as root: as root the node runs as the system user
 # 'densewire-es' (created when missing), so DIR must be reachable by that user (e.g. under /tmp).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/service-lib.sh"
 ES_VERSION=9.5.3
 ES_ARTIFACT="org.elasticsearch.distribution.integ-test-zip:elasticsearch:$ES_VERSION:zip"
 JAVA_MIN=21
@@ -29,20 +30,7 @@ root() { [ "$(id -u)" -eq 0 ]; }
 if root; then cache=/var/cache/densewire; else cache="${XDG_CACHE_HOME:-$HOME/.cache}/densewire"; fi
 home="$cache/elasticsearch-$ES_VERSION"
 
-# java_major JAVA_HOME: the feature version of that JDK's java, or nothing
-java_major() {
-  [ -x "$1/bin/java" ] || return 0
-  "$1/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java\.specification\.version = //p' | head -1
-}
-find_java() {
-  local c v
-  for c in "${ES_JAVA_HOME:-}" "${JAVA_HOME:-}" $(compgen -G '/usr/lib/jvm/*' | sort -rV); do
-    [ -n "$c" ] || continue
-    v=$(java_major "$c")
-    if [ -n "$v" ] && [ "$v" -ge "$JAVA_MIN" ] 2>/dev/null; then echo "$c"; return 0; fi
-  done
-  return 1
-}
+find_java() { find_jdk "$JAVA_MIN" "${ES_JAVA_HOME:-}" "${JAVA_HOME:-}" $(compgen -G '/usr/lib/jvm/*' | sort -rV); }
 need_java() {
   find_java || { echo "elasticsearch: no JDK >= $JAVA_MIN (looked at ES_JAVA_HOME, JAVA_HOME, /usr/lib/jvm/*):" \
     "install one (e.g. Temurin 25, or Debian trixie's openjdk-21-jdk-headless) and set ES_JAVA_HOME" >&2; exit 1; }
@@ -67,8 +55,6 @@ install() {
   chmod a+rx "$cache"
   echo "$home"
 }
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 as=()
 if root; then as=(runuser -u "$ES_USER" --); fi
@@ -152,13 +138,8 @@ start() {
 }
 
 stop() {
-  local dir=$1 pid i
-  if [ -f "$dir/pid" ]; then
-    pid=$(cat "$dir/pid")
-    kill "$pid" 2>/dev/null || true
-    for i in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
+  local dir=$1
+  stop_pidfile "$dir" 30
   rm -rf "$dir"
 }
 

@@ -10,6 +10,7 @@
 # The binary is found through the Python $MILVUS_PYTHON, or the repository's .venv (scripts/setup-python.sh
 # dev pins milvus-lite==2.5.1: the last release whose wheel carries the engine), or python3.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/service-lib.sh"
 cmd=${1:?usage: $0 start|stop DIR}
 dir=${2:?usage: $0 start|stop DIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +21,7 @@ case "$cmd" in
     lib=$("$py" -c 'import importlib.util as u, os  # not imported: its __init__ needs pkg_resources
 print(os.path.join(u.find_spec("milvus_lite").submodule_search_locations[0], "lib"))' 2>/dev/null) || { echo "no milvus-lite in $py: run scripts/setup-python.sh dev (pip install milvus-lite==2.5.1)" >&2; exit 1; }
     [ -x "$lib/milvus" ] || { echo "$lib/milvus is missing: milvus-lite 2.5.1 ships it, later releases do not" >&2; exit 1; }
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    port=$(free_port)
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
     (cd "$dir" && LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec setsid "$lib/milvus" \
@@ -40,12 +41,7 @@ print(os.path.join(u.find_spec("milvus_lite").submodule_search_locations[0], "li
     exit 1
     ;;
   stop)
-    if [ -f "$dir/pid" ]; then
-      pid=$(cat "$dir/pid")
-      pkill -TERM -s "$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 40); do pgrep -s "$pid" >/dev/null 2>&1 || break; sleep 0.25; done
-      pkill -KILL -s "$pid" 2>/dev/null || true
-    fi
+    stop_pidfile "$dir" 10 session
     rm -rf "$dir"
     ;;
   *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;

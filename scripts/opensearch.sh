@@ -15,6 +15,7 @@
 # OpenSearch refuses to run as root: as root the node runs as 'nobody'. No security plugin (a test node);
 # the heap is $OPENSEARCH_HEAP (default 512m).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/service-lib.sh"
 cmd=${1:?usage: $0 start|stop DIR, or install}
 dir=${2:-}
 [ "$cmd" = install ] || [ -n "$dir" ] || { echo "usage: $0 start|stop DIR, or install" >&2; exit 2; }
@@ -24,12 +25,8 @@ as=()
 [ "$(id -u)" -eq 0 ] && as=(runuser -u nobody --)
 
 java_home() {  # the first JDK >= 21 among the candidates
-  local c v
-  for c in "${OPENSEARCH_JAVA_HOME:-}" "${ES_JAVA_HOME:-}" "${JAVA_HOME:-}" $(ls -d /usr/lib/jvm/*/ 2>/dev/null | sort -rV); do
-    [ -n "$c" ] && [ -x "$c/bin/java" ] || continue
-    v=$("$c/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
-    [ "${v%%.*}" -ge 21 ] 2>/dev/null && { echo "${c%/}"; return; }
-  done
+  find_jdk 21 "${OPENSEARCH_JAVA_HOME:-}" "${ES_JAVA_HOME:-}" "${JAVA_HOME:-}" \
+    $(ls -d /usr/lib/jvm/*/ 2>/dev/null | sort -rV) && return
   echo "OpenSearch $version needs a JDK >= 21 (none in OPENSEARCH_JAVA_HOME, JAVA_HOME or /usr/lib/jvm):" \
     "see scripts/toolchains.sh" >&2
   return 1
@@ -59,7 +56,7 @@ case "$cmd" in
   start)
     jdk=$(java_home)
     ensure_install "$jdk"
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    port=$(free_port)
     mkdir -p "$dir/data" "$dir/logs"
     dir=$(cd "$dir" && pwd)
     cp -r "$install/config" "$dir/config"
@@ -100,12 +97,7 @@ EOF
     exit 1
     ;;
   stop)
-    if [ -f "$dir/pid" ]; then
-      pid=$(cat "$dir/pid")
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
+    stop_pidfile "$dir" 30
     rm -rf "$dir"
     ;;
   *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;

@@ -10,6 +10,7 @@
 # The binaries and pgvector come from scripts/services.sh install. As root the server runs as the
 # 'postgres' user (PostgreSQL refuses to run as root).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/service-lib.sh"
 cmd=${1:?usage: $0 start|stop DIR}
 dir=${2:?usage: $0 start|stop DIR}
 bin=$(compgen -G '/usr/lib/postgresql/*/bin/initdb' | sort -V | tail -1 | xargs -r dirname)
@@ -18,7 +19,7 @@ as=()
 [ "$(id -u)" -eq 0 ] && as=(runuser -u postgres --)
 case "$cmd" in
   start)
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    port=$(free_port)
     mkdir -p "$dir"
     [ "$(id -u)" -eq 0 ] && chown postgres "$dir"
     "${as[@]}" "$bin/initdb" -D "$dir/data" -U dw --auth=trust -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 \

@@ -261,24 +261,29 @@ def _utf8_error_at(body) -> int | None:
     return None
 
 
-def _place_rows(data: list) -> tuple[list, list[int]]:
+def place_by_index(data: list, needs_embedding: bool = False) -> list[tuple[int, dict]]:
+    """(position, item) in ``index`` order, with section 6.2's item and index errors."""
     n = len(data)
-    rows: list = [None] * n
-    positions = [0] * n
+    placed: list = [None] * n
     for pos, item in enumerate(data):
-        if not isinstance(item, dict) or "embedding" not in item:
-            raise InvalidFieldError("each item must be an object with an embedding", field=f"data[{pos}]")
+        if not isinstance(item, dict) or (needs_embedding and "embedding" not in item):
+            raise InvalidFieldError("each item must be an object with an embedding" if needs_embedding
+                                    else "each item must be an object", field=f"data[{pos}]")
         index = item.get("index")
         if not isinstance(index, int) or isinstance(index, bool):
             raise InvalidFieldError("missing" if index is None else f"must be an integer, got {index!r}",
                                     field=f"data[{pos}].index")
         if not 0 <= index < n:
             raise ShapeMismatchError(f"index {index} is outside 0..{n - 1}", field=f"data[{pos}].index")
-        if rows[index] is not None:
+        if placed[index] is not None:
             raise ShapeMismatchError(f"index {index} occurs twice", field=f"data[{pos}].index")
-        rows[index] = item["embedding"]
-        positions[index] = pos
-    return rows, positions
+        placed[index] = (pos, item)
+    return placed
+
+
+def _place_rows(data: list) -> tuple[list, list[int]]:
+    placed = place_by_index(data, needs_embedding=True)
+    return [item["embedding"] for _, item in placed], [pos for pos, _ in placed]
 
 
 def _decode_rows(rows: list, positions: list[int], dtype: str, byteorder: str, dims: int | None) -> Tensor:

@@ -146,25 +146,38 @@ class _Reader:
         return out
 
 
-def decode_msgpack(body) -> Embeddings:
-    """Decode the map; ``tensor.array`` is a read-only view over ``body``."""
+def read_top_map(body) -> dict:
+    """Read ``body`` as exactly one top-level MessagePack map (``bin`` values as views over it):
+    truncated if empty, malformed if it starts with anything but a map or has bytes after it."""
     r = _Reader(memoryview(body).cast("B") if not isinstance(body, memoryview) or body.format != "B" else body)
-    first = r.buf[0] if len(r.buf) else None
-    if first is None:
+    if not len(r.buf):
         raise TruncatedError("empty body", offset=0)
+    first = r.buf[0]
     if not (0x80 <= first <= 0x8F or first in (0xDE, 0xDF)):
         raise MalformedError(f"the body must be a MessagePack map, it starts with 0x{first:02x}", offset=0)
     doc = r.value()
     if r.pos != len(r.buf):
         raise MalformedError(f"{len(r.buf) - r.pos} bytes after the map", offset=r.pos)
-    dtype = doc.get("dtype")
-    if dtype is None:
-        raise InvalidFieldError("missing", field="dtype")
-    dtype = check_dtype(dtype)
+    return doc
+
+
+def nd_shape(doc: dict) -> list[int]:
+    """The map's ``shape``, checked to be ``[n, d]`` of two non-negative integers."""
     shape = doc.get("shape")
     if (not isinstance(shape, list) or len(shape) != 2
             or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in shape)):
         raise InvalidFieldError(f"must be [n, d] with two non-negative integers, got {shape!r}", field="shape")
+    return shape
+
+
+def decode_msgpack(body) -> Embeddings:
+    """Decode the map; ``tensor.array`` is a read-only view over ``body``."""
+    doc = read_top_map(body)
+    dtype = doc.get("dtype")
+    if dtype is None:
+        raise InvalidFieldError("missing", field="dtype")
+    dtype = check_dtype(dtype)
+    shape = nd_shape(doc)
     data = doc.get("data")
     if not isinstance(data, memoryview):
         raise InvalidFieldError("missing or not MessagePack bin", field="data")

@@ -11,7 +11,7 @@ import orjson
 from ._base64 import b64decode_strict, b64encode
 from ._convert import convert, widen
 from ._errors import DensewireError, InvalidFieldError, LengthMismatchError, NonFiniteError, ShapeMismatchError
-from ._json import _decode_number_rows, load_object
+from ._json import _decode_number_rows, load_object, place_by_index
 from ._ragged import MAX_VOCAB, RaggedTensor, SparseVectors, check_indices, check_sparse_dtype, check_vocab_size
 from ._tensor import Embeddings, Tensor, Usage, check_byteorder, check_dtype, row_bytes, storage_dtype
 
@@ -88,25 +88,6 @@ def encode_json_kind(emb: Embeddings, encoding_format: str = "base64", byteorder
 
 
 # ------------------------------------------------------------------------------ decoding
-def _place(data: list) -> list[tuple[int, dict]]:
-    """(position, item) in ``index`` order, with section 6.2's index errors."""
-    n = len(data)
-    placed: list = [None] * n
-    for pos, item in enumerate(data):
-        if not isinstance(item, dict):
-            raise InvalidFieldError("each item must be an object", field=f"data[{pos}]")
-        index = item.get("index")
-        if not isinstance(index, int) or isinstance(index, bool):
-            raise InvalidFieldError("missing" if index is None else f"must be an integer, got {index!r}",
-                                    field=f"data[{pos}].index")
-        if not 0 <= index < n:
-            raise ShapeMismatchError(f"index {index} is outside 0..{n - 1}", field=f"data[{pos}].index")
-        if placed[index] is not None:
-            raise ShapeMismatchError(f"index {index} occurs twice", field=f"data[{pos}].index")
-        placed[index] = (pos, item)
-    return placed
-
-
 def _count(v, field: str) -> int:
     if not isinstance(v, int) or isinstance(v, bool) or v < 0:
         raise InvalidFieldError(f"must be a non-negative integer, got {v!r}", field=field)
@@ -212,7 +193,7 @@ def decode_json_kind(body, kind: str) -> Embeddings:
     if dims is None:
         raise InvalidFieldError(f"a {kind} response must say its dimensions", field="dimensions")
     d = _count(dims, "dimensions") if kind == "ragged" else check_vocab_size(dims, "dimensions")
-    placed = _place(data)
+    placed = place_by_index(data)
     model = doc.get("model")
     if model is not None and not isinstance(model, str):
         raise InvalidFieldError("must be a string", field="model")

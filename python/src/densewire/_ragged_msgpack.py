@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._errors import InvalidFieldError, LengthMismatchError, MalformedError, TruncatedError
-from ._msgpack import _bin_header, _Reader, _str, _uint
+from ._errors import InvalidFieldError, LengthMismatchError
+from ._msgpack import _bin_header, _str, _uint, nd_shape, read_top_map
 from ._ragged import RaggedTensor, SparseVectors, check_indices, check_sparse_dtype, check_vocab_size, read_offsets
 from ._tensor import Embeddings, Tensor, Usage, check_dtype, storage_dtype
 
@@ -48,24 +48,13 @@ def _part(doc: dict, key: str) -> memoryview:
 
 def decode_msgpack_kind(body, kind: str) -> Embeddings:
     """Decode the map of a ragged or sparse tensor; its parts are read-only views over ``body``."""
-    r = _Reader(memoryview(body).cast("B") if not isinstance(body, memoryview) or body.format != "B" else body)
-    if not len(r.buf):
-        raise TruncatedError("empty body", offset=0)
-    first = r.buf[0]
-    if not (0x80 <= first <= 0x8F or first in (0xDE, 0xDF)):
-        raise MalformedError(f"the body must be a MessagePack map, it starts with 0x{first:02x}", offset=0)
-    doc = r.value()
-    if r.pos != len(r.buf):
-        raise MalformedError(f"{len(r.buf) - r.pos} bytes after the map", offset=r.pos)
+    doc = read_top_map(body)
     if doc.get("kind") != kind:
         raise InvalidFieldError(f"a {kind} body needs kind {kind!r}, got {doc.get('kind')!r}", field="kind")
     if doc.get("dtype") is None:
         raise InvalidFieldError("missing", field="dtype")
     dtype = check_dtype(doc["dtype"]) if kind == "ragged" else check_sparse_dtype(doc["dtype"])
-    shape = doc.get("shape")
-    if (not isinstance(shape, list) or len(shape) != 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in shape)):
-        raise InvalidFieldError(f"must be [n, d] with two non-negative integers, got {shape!r}", field="shape")
+    shape = nd_shape(doc)
     n, d = shape
     if kind == "sparse":
         check_vocab_size(d, "shape")

@@ -23,7 +23,7 @@ from .._stores._esbulk import float32_rows
 from .._stores._http import StoreHttpError
 from .._stores.chroma import ChromaCollectionError, ChromaServer, upsert_body
 from ._columns import ids_of, vector_chunks
-from ._errors import BatchError
+from ._errors import BatchError, store_check_error
 
 __all__ = ["ChromaSink"]
 
@@ -53,8 +53,7 @@ class ChromaSink:
             self._batch = server.max_batch_size()
             self._id = server.collection(self.collection, dims, create=self.create_collection, space=self.space)
         except ChromaCollectionError as exc:
-            raise BatchError(str(exc), category="shape_mismatch" if "dimensions for" in str(exc) else "invalid_field",
-                             column=self.column, block=block) from None
+            raise store_check_error(exc, column=self.column, block=block) from None
         except StoreHttpError as exc:  # Chroma's answer: a bad name, a tenant or database that is not there
             category = "invalid_field" if 400 <= exc.status < 500 else "unavailable"
             raise BatchError(f"Chroma at {server.base}: {exc}", category=category, column=self.column,
@@ -68,7 +67,7 @@ class ChromaSink:
 
     def write(self, data: pa.Table | pa.RecordBatch, *, block: str) -> int:
         ids = ids_of(data, self.id_column, block=block)
-        pieces = [(r, a) for r, a in vector_chunks(data, self.column, id_column=self.id_column, block=block) if len(a)]
+        pieces = vector_chunks(data, self.column, id_column=self.id_column, block=block, skip_empty=True)
         if not pieces:
             return 0
         d = pieces[0][1].shape[1]

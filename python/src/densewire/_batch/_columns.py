@@ -80,9 +80,10 @@ def _first(mask: Any) -> int:
 
 
 def vector_chunks(data: pa.Table | pa.RecordBatch, column: str, *, id_column: str | None = None,
-                  block: str | None = None) -> list[tuple[int, np.ndarray]]:
-    """The vector column as ``(first row, (k, d) array)`` pieces, views of its values buffers where the
-    values are one contiguous run (a fixed-size list, or a list whose rows all have d values)."""
+                  block: str | None = None, skip_empty: bool = False) -> list[tuple[int, np.ndarray]]:
+    """The vector column as ``(first row, (k, d) array)`` pieces (with ``skip_empty``, only those of
+    k > 0), views of its values buffers where the values are one contiguous run (a fixed-size list, or
+    a list whose rows all have d values)."""
     col = _column(data, column, block, "vector")
     chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
     out, row0, d = [], 0, None
@@ -95,7 +96,8 @@ def vector_chunks(data: pa.Table | pa.RecordBatch, column: str, *, id_column: st
                              column=column, row=row0, row_id=row_id(data, id_column, row0), block=block)
         if len(chunk):
             d = a.shape[1]
-        out.append((row0, a))
+        if len(a) or not skip_empty:
+            out.append((row0, a))
         row0 += len(chunk)
     return out
 
@@ -103,8 +105,7 @@ def vector_chunks(data: pa.Table | pa.RecordBatch, column: str, *, id_column: st
 def vectors_of(data: pa.Table | pa.RecordBatch, column: str, *, id_column: str | None = None,
                block: str | None = None) -> np.ndarray:
     """The vector column as one ``(n, d)`` array (a view when it is one chunk)."""
-    pieces = vector_chunks(data, column, id_column=id_column, block=block)
-    arrays = [a for _r, a in pieces if len(a)]
+    arrays = [a for _r, a in vector_chunks(data, column, id_column=id_column, block=block, skip_empty=True)]
     if len(arrays) == 1:
         return arrays[0]
     return np.concatenate(arrays) if arrays else np.empty((0, 0), np.float32)

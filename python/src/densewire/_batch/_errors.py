@@ -54,6 +54,13 @@ class BatchError(DensewireError):
         return self
 
 
+def store_check_error(exc: Exception, *, column: str | None, block: str | None) -> BatchError:
+    """A sink's store refusing its collection, index or table: ``shape_mismatch`` where that holds vectors of
+    other dimensions (the stores' message says "vectors of D dimensions for ..."), ``invalid_field`` else."""
+    return BatchError(str(exc), category="shape_mismatch" if "dimensions for" in str(exc) else "invalid_field",
+                      column=column, block=block)
+
+
 def _rebuild(message: str, category: str, column: str | None, row: int | None, row_id: Any,
              block: str | None) -> BatchError:
     return BatchError(message, category=category, column=column, row=row, row_id=row_id, block=block)

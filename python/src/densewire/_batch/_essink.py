@@ -119,7 +119,8 @@ class EsBulkSink:
             return self._write_file(self.bodies(data, block=block), data.num_rows, block)
         if data.num_rows == 0:
             return 0
-        pieces = [a for _, a in vector_chunks(data, self.field, id_column=self.id_column, block=block) if len(a)]
+        pieces = [a for _r, a in vector_chunks(data, self.field, id_column=self.id_column, block=block,
+                                               skip_empty=True)]
         t = _tensor(pieces[0], self.element_type or ("bit" if pieces[0].dtype == np.uint8 else "float"))
         target = self.target(t.d, t.dtype)
         created = 0

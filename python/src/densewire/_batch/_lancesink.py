@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .._stores.lance import LanceTableError, check_table, fixed_size_block, lancedb
 from ._columns import ids_of, vector_chunks
-from ._errors import BatchError
+from ._errors import BatchError, store_check_error
 
 __all__ = ["LanceDBSink"]
 
@@ -54,13 +54,12 @@ class LanceDBSink:
             self._table, self._schema = check_table(db, self.table, self.id_column, self.column, dims, value_type,
                                                     create=self.create_table, id_type=id_type)
         except LanceTableError as exc:
-            raise BatchError(str(exc), category="shape_mismatch" if "dimensions for" in str(exc) else "invalid_field",
-                             column=self.column, block=block) from None
+            raise store_check_error(exc, column=self.column, block=block) from None
         self._dims = dims
 
     def write(self, data: pa.Table | pa.RecordBatch, *, block: str) -> int:
         ids_of(data, self.id_column, block=block)  # no null id
-        pieces = [(r, a) for r, a in vector_chunks(data, self.column, id_column=self.id_column, block=block) if len(a)]
+        pieces = vector_chunks(data, self.column, id_column=self.id_column, block=block, skip_empty=True)
         if not pieces:
             return 0
         d = pieces[0][1].shape[1]

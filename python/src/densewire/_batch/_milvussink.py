@@ -24,7 +24,7 @@ from .._optional import require
 from .._stores._esbulk import float32_rows
 from .._stores.milvus import MilvusCollectionError, check_collection, pymilvus, send_upsert, upsert_request
 from ._columns import ids_of, vector_chunks
-from ._errors import BatchError
+from ._errors import BatchError, store_check_error
 
 __all__ = ["MilvusSink"]
 
@@ -69,15 +69,14 @@ class MilvusSink:
                                             vector_type, create=self.create_collection, metric=self.metric,
                                             string_ids=string_ids)
         except MilvusCollectionError as exc:
-            raise BatchError(str(exc), category="shape_mismatch" if "dimensions for" in str(exc) else "invalid_field",
-                             column=self.column, block=block) from None
+            raise store_check_error(exc, column=self.column, block=block) from None
         except pymilvus().MilvusException as exc:
             raise BatchError(f"Milvus at {self.uri}: {exc}", category="unavailable", block=block) from exc
         self._dims = dims
 
     def write(self, data: pa.Table | pa.RecordBatch, *, block: str) -> int:
         ids = ids_of(data, self.id_column, block=block)
-        pieces = [(r, a) for r, a in vector_chunks(data, self.column, id_column=self.id_column, block=block) if len(a)]
+        pieces = vector_chunks(data, self.column, id_column=self.id_column, block=block, skip_empty=True)
         if not pieces:
             return 0
         d = pieces[0][1].shape[1]

@@ -18,7 +18,7 @@ from .._stores._es import EsConnection, EsError, EsIndex
 from .._stores._http import StoreHttpError
 from .._stores.opensearch import KnnIndexError, ensure_knn_index
 from ._columns import vector_chunks
-from ._errors import BatchError
+from ._errors import BatchError, store_check_error
 from ._essink import EsBulkSink
 
 __all__ = ["OpenSearchSink"]
@@ -49,8 +49,7 @@ class OpenSearchSink(EsBulkSink):
                                     timeout=self.timeout, retries=self.retries)
                 target = EsIndex(conn, self.index, self.field)
             except KnnIndexError as exc:
-                raise BatchError(str(exc), category="shape_mismatch" if "dimensions for" in str(exc)
-                                 else "invalid_field", column=self.field, block=block) from None
+                raise store_check_error(exc, column=self.field, block=block) from None
             except StoreHttpError as exc:  # OpenSearch's answer: a bad index name, a mapping it refused
                 category = "invalid_field" if 400 <= exc.status < 500 else "unavailable"
                 raise BatchError(f"OpenSearch: {exc}", category=category, column=self.field, block=block) from None
@@ -68,7 +67,8 @@ class OpenSearchSink(EsBulkSink):
         self.target(dims, block=block)
 
     def write(self, data: pa.Table | pa.RecordBatch, *, block: str) -> int:
-        pieces = [a for _r, a in vector_chunks(data, self.field, id_column=self.id_column, block=block) if len(a)]
+        pieces = [a for _r, a in vector_chunks(data, self.field, id_column=self.id_column, block=block,
+                                               skip_empty=True)]
         if not pieces:
             return 0
         target = self.target(pieces[0].shape[1], block=block)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import msgspec
 
-from .._errors import InvalidFieldError, MalformedError, ShapeMismatchError, TruncatedError
-from .._msgpack import _Reader, _bin_header, _str, _uint
+from .._errors import InvalidFieldError, ShapeMismatchError
+from .._msgpack import _bin_header, _str, _uint, read_top_map
 from ._binary import column_bytes, fixed_values
 from ._model import Column, Table, check_type
 
@@ -49,15 +49,7 @@ def _is_uint(v: object) -> bool:
 
 def decode_msgpack_table(body) -> Table:
     """Decode the map; fixed-width columns are read-only views into ``body`` where aligned."""
-    r = _Reader(memoryview(body).cast("B") if not isinstance(body, memoryview) or body.format != "B" else body)
-    if not len(r.buf):
-        raise TruncatedError("empty body", offset=0)
-    first = r.buf[0]
-    if not (0x80 <= first <= 0x8F or first in (0xDE, 0xDF)):
-        raise MalformedError(f"the body must be a MessagePack map, it starts with 0x{first:02x}", offset=0)
-    doc = r.value()
-    if r.pos != len(r.buf):
-        raise MalformedError(f"{len(r.buf) - r.pos} bytes after the map", offset=r.pos)
+    doc = read_top_map(body)
     name = doc.get("name", "")
     if not isinstance(name, str):
         raise InvalidFieldError(f"must be a string, got {type(name).__name__}", field="name")
