@@ -43,6 +43,8 @@ _ABOUT = {
                       "MessagePack, Protobuf or Arrow by Accept",
     "/embed": "TEI's embeddings: {\"inputs\": [...]} -> [[...]]",
     "/tokenize": "TEI's tokenizer view: ids, tokens and byte offsets",
+    "/embed_all": "TEI's per-token embeddings: [[[...]]], or a ragged tensor by Accept",
+    "/pooling": "vLLM's pooling, task token_embed: a matrix per input (float, base64, bytes)",
     "/info": "TEI's model and limits",
     "/v2/embed": "Cohere's embeddings: float, int8, uint8, binary, ubinary, base64",
     "/api/embed": "Ollama's embeddings",
