@@ -102,11 +102,11 @@ export async function httpError(response: Response, attempts = 0): Promise<Dense
 }
 
 /**
- * Decodes an embeddings response of any format by its `Content-Type`: the body is read once with
- * `arrayBuffer()`, and the tensor is a view over it where the format and alignment allow. A non-2xx
- * response becomes a {@link DensewireHTTPError}.
+ * A 2xx response of a format this library reads: the format named by its `Content-Type` and its body,
+ * read once with `arrayBuffer()`. A non-2xx response becomes a {@link DensewireHTTPError}, an unknown
+ * `Content-Type` an `unsupported_media_type` error (the body is cancelled unread).
  */
-export async function decodeResponse(response: Response, attempts = 0): Promise<Embeddings> {
+async function readResponse(response: Response, attempts: number): Promise<{ format: Format; body: Uint8Array }> {
   if (!response.ok) throw await httpError(response, attempts);
   const contentType = response.headers.get("content-type");
   const format = formatOfContentType(contentType);
@@ -115,6 +115,16 @@ export async function decodeResponse(response: Response, attempts = 0): Promise<
     throw new DensewireError("unsupported_media_type", `cannot decode a response of type ${JSON.stringify(contentType)}`, { field: "Content-Type" });
   }
   const body = new Uint8Array(await response.arrayBuffer());
+  return { format, body };
+}
+
+/**
+ * Decodes an embeddings response of any format by its `Content-Type`: the body is read once with
+ * `arrayBuffer()`, and the tensor is a view over it where the format and alignment allow. A non-2xx
+ * response becomes a {@link DensewireHTTPError}.
+ */
+export async function decodeResponse(response: Response, attempts = 0): Promise<Embeddings> {
+  const { format, body } = await readResponse(response, attempts);
   switch (format) {
     case "json":
       return decodeJSON(body);
@@ -135,14 +145,7 @@ export async function decodeResponse(response: Response, attempts = 0): Promise<
  * response becomes a {@link DensewireHTTPError}.
  */
 export async function decodeTokensResponse(response: Response, attempts = 0): Promise<RaggedTensor> {
-  if (!response.ok) throw await httpError(response, attempts);
-  const contentType = response.headers.get("content-type");
-  const format = formatOfContentType(contentType);
-  if (format === undefined) {
-    await response.body?.cancel().catch(() => undefined);
-    throw new DensewireError("unsupported_media_type", `cannot decode a response of type ${JSON.stringify(contentType)}`, { field: "Content-Type" });
-  }
-  const body = new Uint8Array(await response.arrayBuffer());
+  const { format, body } = await readResponse(response, attempts);
   switch (format) {
     case "json":
       return teiTokens(body);

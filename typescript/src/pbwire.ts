@@ -103,3 +103,23 @@ export class Reader {
     return [field, tag & 7];
   }
 }
+
+/** Appends the entries of a `shape` field (packed or not) whose tag is at `tagPos` (SPEC.md section 9). */
+export function readShapeEntries(r: Reader, end: number, tagPos: number, wt: number, shape: number[], prefix: string): void {
+  if (wt === 2) {
+    const [s, e] = r.delimited(end, tagPos);
+    r.pos = s;
+    while (r.pos < e) {
+      // an entry running past the end of the packed field is malformed at the field's tag, even where
+      // the body ends with the field
+      let q = r.pos;
+      while (q < e && r.b[q]! & 0x80 && q - r.pos < 10) q++;
+      if (q >= e) throw r.malformed(tagPos, "a packed shape entry runs past the end of its field", prefix + "shape");
+      shape.push(r.varint(e));
+    }
+  } else if (wt === 0) {
+    shape.push(r.varint(end));
+  } else {
+    throw r.malformed(tagPos, `wire type ${wt} for the repeated varint field`, prefix + "shape");
+  }
+}

@@ -19,7 +19,7 @@ import { type Embeddings, type Tensor, type Usage, DTYPES, DTYPE_NAMES, bytesOf,
 import { DensewireError } from "./errors.js";
 import { checkQuantization } from "./quantization.js";
 import { EmbeddingsResponseSchema, TensorSchema, UsageSchema } from "./gen/densewire/v1/tensor_pb.js";
-import { Reader } from "./pbwire.js";
+import { Reader, readShapeEntries } from "./pbwire.js";
 
 /** The two top-level messages of tensor.proto. */
 export type ProtobufMessage = "Tensor" | "EmbeddingsResponse";
@@ -41,22 +41,7 @@ function readTensor(r: Reader, end: number, t: TensorFields, prefix: string): vo
       if (wt !== 0) throw r.malformed(tagPos, `wire type ${wt} for the varint field`, prefix + "dtype");
       t.dtype = r.varint(end);
     } else if (field === 2) {
-      if (wt === 2) {
-        const [s, e] = r.delimited(end, tagPos);
-        r.pos = s;
-        while (r.pos < e) {
-          // an entry running past the end of the packed field is malformed at the field's tag (SPEC.md
-          // section 9), even where the body ends with the field
-          let q = r.pos;
-          while (q < e && r.b[q]! & 0x80 && q - r.pos < 10) q++;
-          if (q >= e) throw r.malformed(tagPos, "a packed shape entry runs past the end of its field", prefix + "shape");
-          t.shape.push(r.varint(e));
-        }
-      } else if (wt === 0) {
-        t.shape.push(r.varint(end));
-      } else {
-        throw r.malformed(tagPos, `wire type ${wt} for the repeated varint field`, prefix + "shape");
-      }
+      readShapeEntries(r, end, tagPos, wt, t.shape, prefix);
     } else if (field === 3) {
       if (wt !== 2) throw r.malformed(tagPos, `wire type ${wt} for the bytes field`, prefix + "data");
       t.data = r.delimited(end, tagPos);

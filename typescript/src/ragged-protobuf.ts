@@ -7,7 +7,7 @@
  */
 import { type DType, type Usage, DTYPES, DTYPE_NAMES, rowBytes, viewAs } from "./dtypes.js";
 import { DensewireError } from "./errors.js";
-import { Reader } from "./pbwire.js";
+import { Reader, readShapeEntries } from "./pbwire.js";
 import {
   type KindEncodeOptions,
   type RaggedTensor,
@@ -44,17 +44,7 @@ function readKind(r: Reader, end: number, names: Record<number, string>, prefix:
       if (wt !== 0) throw r.malformed(tagPos, `wire type ${wt} for the varint field`, prefix + "dtype");
       t.dtype = r.varint(end);
     } else if (field === 2) {
-      if (wt === 2) {
-        const [s, e] = r.delimited(end, tagPos);
-        r.pos = s;
-        while (r.pos < e) {
-          let q = r.pos;
-          while (q < e && r.b[q]! & 0x80 && q - r.pos < 10) q++;
-          if (q >= e) throw r.malformed(tagPos, "a packed shape entry runs past the end of its field", prefix + "shape");
-          t.shape.push(r.varint(e));
-        }
-      } else if (wt === 0) t.shape.push(r.varint(end));
-      else throw r.malformed(tagPos, `wire type ${wt} for the repeated varint field`, prefix + "shape");
+      readShapeEntries(r, end, tagPos, wt, t.shape, prefix);
     } else if (names[field] !== undefined) {
       if (wt !== 2) throw r.malformed(tagPos, `wire type ${wt} for the bytes field`, prefix + names[field]);
       t.parts.set(field, r.delimited(end, tagPos));

@@ -180,28 +180,10 @@ module Densewire
     # when present).
     def decode(body)
       body = body.to_s.b
-      pos = 0
       schema = nil
       chunks = []
       rows = 0
-      loop do
-        break if pos == body.bytesize # a stream may end without the end-of-stream marker
-
-        at = pos
-        len, pos = read_prefix(body, pos)
-        break if len.zero?
-
-        need(body, pos + len, at)
-        fb = FlatBuffer.new(body, pos, len)
-        pos += len
-        msg = fb.root
-        type = fb.scalar(msg, 1, "C", 0)
-        body_len = fb.scalar(msg, 3, "q<", 0)
-        raise MalformedError.new("negative body length", offset: at) if body_len.negative?
-
-        need(body, pos + body_len, at)
-        payload = body.byteslice(pos, body_len)
-        pos += body_len
+      each_message(body) do |fb, msg, type, payload, at|
         case type
         when MESSAGE_SCHEMA
           raise MalformedError.new("a second schema message", offset: at) if schema
@@ -221,6 +203,30 @@ module Densewire
       tensor = Tensor.new(chunks.join.b, dtype: schema[:dtype], shape: [rows, schema[:d]])
       Embeddings.new(tensor, model: schema[:model], usage: schema[:usage],
                              quantization: schema[:quantization])
+    end
+
+    # Yields each message of a stream (its FlatBuffer, root table, header type, body bytes and offset),
+    # the framing checked as SPEC.md section 10 says; a stream may end without the end-of-stream marker.
+    def each_message(body)
+      pos = 0
+      loop do
+        break if pos == body.bytesize
+
+        at = pos
+        len, pos = read_prefix(body, pos)
+        break if len.zero?
+
+        need(body, pos + len, at)
+        fb = FlatBuffer.new(body, pos, len)
+        pos += len
+        msg = fb.root
+        body_len = fb.scalar(msg, 3, "q<", 0)
+        raise MalformedError.new("negative body length", offset: at) if body_len.negative?
+
+        need(body, pos + body_len, at)
+        yield fb, msg, fb.scalar(msg, 1, "C", 0), body.byteslice(pos, body_len), at
+        pos += body_len
+      end
     end
 
     def read_prefix(body, pos)

@@ -81,27 +81,9 @@ module Densewire
 
     # The messages of a stream: [FlatBuffer, schema table, [[FlatBuffer, batch table, body, offset]...]].
     def arrow_messages(body)
-      pos = 0
       schema = nil
       batches = []
-      loop do
-        break if pos == body.bytesize
-
-        at = pos
-        len, pos = Arrow.read_prefix(body, pos)
-        break if len.zero?
-
-        Arrow.need(body, pos + len, at)
-        fb = Arrow::FlatBuffer.new(body, pos, len)
-        pos += len
-        msg = fb.root
-        type = fb.scalar(msg, 1, "C", 0)
-        body_len = fb.scalar(msg, 3, "q<", 0)
-        raise MalformedError.new("negative body length", offset: at) if body_len.negative?
-
-        Arrow.need(body, pos + body_len, at)
-        payload = body.byteslice(pos, body_len)
-        pos += body_len
+      Arrow.each_message(body) do |fb, msg, type, payload, at|
         case type
         when Arrow::MESSAGE_SCHEMA
           raise MalformedError.new("a second schema message", offset: at) if schema

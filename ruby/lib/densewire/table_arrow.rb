@@ -20,29 +20,11 @@ module Densewire
     # Decodes a stream into a Table (+packed+: fixed-width values as little-endian bytes).
     def decode(body, packed: false)
       body = body.to_s.b
-      pos = 0
       schema = nil
       rows = 0
       batches = 0
       parts = nil
-      loop do
-        break if pos == body.bytesize # the end-of-stream marker is optional
-
-        at = pos
-        len, pos = Arrow.read_prefix(body, pos)
-        break if len.zero?
-
-        Arrow.need(body, pos + len, at)
-        fb = Arrow::FlatBuffer.new(body, pos, len)
-        pos += len
-        msg = fb.root
-        type = fb.scalar(msg, 1, "C", 0)
-        body_len = fb.scalar(msg, 3, "q<", 0)
-        raise MalformedError.new("negative body length", offset: at) if body_len.negative?
-
-        Arrow.need(body, pos + body_len, at)
-        payload = body.byteslice(pos, body_len)
-        pos += body_len
+      Arrow.each_message(body) do |fb, msg, type, payload, at|
         case type
         when Arrow::MESSAGE_SCHEMA
           raise MalformedError.new("a second schema message", offset: at) if schema
