@@ -112,7 +112,7 @@ func offsetsOf(counts []int) []uint32 {
 
 // base64Part decodes s into dst (length checked: LengthMismatch on field), swapping big-endian items.
 func base64Part(dst []byte, s string, width int, order ByteOrder, field string) *Error {
-	if n, ok := base64DecodedLen(s); ok && n != len(dst) {
+	if n, ok := base64DecodedLen(s); !ok || n != len(dst) {
 		if e := checkBase64(s); e != nil {
 			return withField(e, field)
 		}
