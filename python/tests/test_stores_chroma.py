@@ -1,7 +1,8 @@
 """ChromaSink and ``densewire ingest --to chroma+http://`` against a real Chroma 1.5 server (the session's
 ``chroma_server``): Base64 little-endian float32 bodies that match Chroma's own client, every id once
-after a retried block, each vector read back bit for bit, clear errors for a wrong dimension or a
-missing collection."""
+after a retried block, each vector read back bit for bit, a server SIGKILLed mid-load and restarted
+leaving every row once after the job's retries, clear errors for a wrong dimension or a missing
+collection."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from densewire._cli import main
 from densewire._stores._http import request_json
 from densewire._stores.chroma import embeddings_json, upsert_body
 from densewire.batch import BatchError, ChromaSink
+from store_support import load_through_a_kill
 
 D = 16
 
@@ -98,3 +100,28 @@ def test_cli_ingest_to_chroma(chroma_server, tmp_path) -> None:
     docs = _read(chroma_server.url, "chroma_cli")
     assert sorted(map(int, docs)) == list(range(300))
     assert np.array_equal(np.stack([docs[str(i)] for i in range(300)]).view(np.uint32), a.view(np.uint32))
+
+
+def test_a_server_killed_mid_load_and_restarted_leaves_every_row_once(chroma_server) -> None:
+    """``chroma run`` SIGKILLed while blocks are being upserted, restarted on its data and port: the job
+    retries each failed block and in the end every row is there once, bit for bit (what Chroma answered
+    for was in its write-ahead log)."""
+    blocks, rows = 24, 200
+    a = _vectors(blocks * rows, 7, d=32)
+    sink = ChromaSink(chroma_server.url, collection="chroma_killed", column="emb", id_column="id",
+                      create_collection=True, retries=1)
+    sink.check(32)
+    sink._batch = 50  # several requests a block
+
+    def write(b: int) -> None:
+        sink.write(_table(range(b * rows, (b + 1) * rows), a[b * rows:(b + 1) * rows]), block=f"b{b}")
+
+    def kill() -> None:
+        chroma_server.kill()
+        chroma_server.start()
+
+    failures = load_through_a_kill(write, blocks, kill, retry_on=BatchError)
+    assert failures and all(": unavailable:" in f for f in failures), failures
+    docs = _read(chroma_server.url, "chroma_killed")
+    assert sorted(map(int, docs)) == list(range(blocks * rows))
+    assert np.array_equal(np.stack([docs[str(i)] for i in range(blocks * rows)]).view(np.uint32), a.view(np.uint32))
