@@ -15,7 +15,7 @@ from chromadb.api.types import optional_embeddings_to_base64_strings
 import densewire
 from densewire._cli import main
 from densewire._stores._http import request_json
-from densewire._stores.chroma import embeddings_json, upsert_body
+from densewire._stores.chroma import ChromaServer, embeddings_json, upsert_body
 from densewire.batch import BatchError, ChromaSink
 from store_support import load_through_a_kill
 
@@ -62,6 +62,38 @@ def test_blocks_read_back_bit_for_bit_and_a_retried_block_replaces(chroma_server
     assert sorted(map(int, docs)) == list(range(900))
     got = np.stack([docs[str(i)] for i in range(900)])
     assert np.array_equal(got.view(np.uint32), a.view(np.uint32))
+
+
+def test_requests_in_flight_side_by_side_each_row_once(chroma_server, monkeypatch) -> None:
+    """``concurrency=3``: a block of 3,000 rows is cut into 3 upserts (not one of Chroma's max_batch_size)
+    that are in flight at once; every row lands once, bit for bit."""
+    import threading
+    import time
+
+    real, lock, state = ChromaServer.upsert, threading.Lock(), {"now": 0, "most": 0, "requests": 0}
+
+    def upsert(self, collection_id, body):  # the real request, with how many are in flight counted
+        with lock:
+            state["now"] += 1
+            state["requests"] += 1
+            state["most"] = max(state["most"], state["now"])
+        try:
+            time.sleep(0.2)  # long enough for the others to start
+            return real(self, collection_id, body)
+        finally:
+            with lock:
+                state["now"] -= 1
+
+    monkeypatch.setattr(ChromaServer, "upsert", upsert)
+    a = _vectors(3000, 9)
+    sink = ChromaSink(chroma_server.url, collection="chroma_concurrent", column="emb", id_column="id",
+                      create_collection=True, concurrency=3)
+    assert sink.write(_table(range(3000), a), block="b0") == 3000
+    assert state["requests"] == 3 and state["most"] == 3, state
+    docs = _read(chroma_server.url, "chroma_concurrent")
+    assert np.array_equal(np.stack([docs[str(i)] for i in range(3000)]).view(np.uint32), a.view(np.uint32))
+    with pytest.raises(BatchError, match="concurrency is the upsert requests in flight, at least 1, not 0"):
+        ChromaSink(chroma_server.url, collection="chroma_concurrent", column="emb", id_column="id", concurrency=0)
 
 
 def test_wrong_dimension_and_missing_collection_are_clear_errors(chroma_server) -> None:
