@@ -3,10 +3,10 @@
 Each block is cut into requests of at most the server's ``max_batch_size`` rows (its
 ``/pre-flight-checks``), each one ``POST .../collections/<id>/upsert`` whose body
 :func:`densewire._stores.chroma.upsert_body` assembles from the vectors' buffer. Every body is built
-(every value checked) before the first is sent; ``concurrency`` of them (default 2) are in flight at
-once: the time of a load is the server's (its log and HNSW index, the same work for any client), and
-Chroma indexes concurrent upserts on more than one core, so a block is cut into at least
-``concurrency`` requests when it has ``MIN_ROWS`` rows for each. Upsert by id: a block
+(every value checked) before the first is sent, then ``concurrency`` of them are in flight at once
+(default 1; with more, a block is cut into at least ``concurrency`` requests when it has ``MIN_ROWS``
+rows for each). The time of a load is the server's (its log and HNSW index: the same work for any
+client, bench/stores/RESULTS.md), so more in flight helps only where the server has idle cores. Upsert by id: a block
 written again replaces its rows. 429, 502-504 and lost connections are retried by the client's
 :class:`RetryPolicy` (SPEC.md 18); a 4xx is a :class:`BatchError` naming the block and Chroma's message.
 The collection is checked (its dimension, once it holds vectors) before the first request, or made
@@ -42,7 +42,7 @@ class ChromaSink:
 
     def __init__(self, url: str, *, collection: str, column: str, id_column: str, create_collection: bool = False,
                  space: str = "l2", tenant: str = "default_tenant", database: str = "default_database",
-                 token: str | None = None, retries: int = 2, timeout: float = 120.0, concurrency: int = 2) -> None:
+                 token: str | None = None, retries: int = 2, timeout: float = 120.0, concurrency: int = 1) -> None:
         if concurrency < 1:
             raise BatchError(f"concurrency is the upsert requests in flight, at least 1, not {concurrency}")
         self.url, self.collection, self.column, self.id_column = url, collection, column, id_column
