@@ -29,14 +29,9 @@ import pytest
 
 import densewire
 from densewire.batch import BatchError, OpenSearchSink
+from server_support import ensure_services, free_port
 
 USER, PASSWORD = "dw-writer", "s3cret:with@signs"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _run(*args: str) -> None:
@@ -46,7 +41,7 @@ def _run(*args: str) -> None:
 @pytest.fixture(scope="module")
 def tls_front(opensearch_node):
     """nginx on https://127.0.0.1:PORT (basic auth) in front of the session's node; (url, ca file)."""
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    _redis, nginx = ensure_services()  # scripts/services.sh installs nginx when missing
     tmp = Path(tempfile.mkdtemp(prefix="dw-os-tls-"))
     tmp.chmod(0o755)  # as root, nginx's workers run as nobody
     _run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=densewire test CA",
@@ -62,7 +57,7 @@ def tls_front(opensearch_node):
     (tmp / "htpasswd").write_text(f"{USER}:{hashed}\n")
     for f in tmp.iterdir():
         f.chmod(0o644)
-    port, upstream = _free_port(), opensearch_node.url.split("//")[1]
+    port, upstream = free_port(), opensearch_node.url.split("//")[1]
     temp = "".join(f"{k}_temp_path {tmp}/{k};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
     (tmp / "nginx.conf").write_text(f"""daemon off;
 pid {tmp}/nginx.pid;
