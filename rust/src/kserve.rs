@@ -219,8 +219,12 @@ fn spec(i: usize, o: &Value) -> Result<Spec<'_>> {
     };
     let size = match parameters.get("binary_data_size") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(v.as_u64().ok_or_else(|| {
-            invalid(format!("{field}.parameters.binary_data_size"), format!("must be a non-negative integer, not {v}"))
+        // SPEC.md 19.3: an integer from 0 to 2^53 - 1; nothing past it is capped or cut to fit
+        Some(v) => Some(v.as_u64().filter(|&n| n < 1 << 53).ok_or_else(|| {
+            invalid(
+                format!("{field}.parameters.binary_data_size"),
+                format!("must be an integer from 0 to 2^53 - 1, not {v}"),
+            )
         })?),
     };
     let dtype = datatype(datatype_name, &format!("{field}.datatype"))?;

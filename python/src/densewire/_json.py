@@ -24,7 +24,7 @@ from ._errors import (DensewireError, InvalidFieldError, LengthMismatchError, Ma
                       NonFiniteError, ShapeMismatchError)
 from ._coerce import as_embeddings
 from ._outbuf import OutBuffer
-from ._tensor import Embeddings, Tensor, Usage, check_byteorder, check_dtype, row_bytes
+from ._tensor import Embeddings, Tensor, Usage, check_byteorder, check_dtype, check_no_kind, row_bytes
 
 __all__ = ["encode_json", "decode_json", "from_openai"]
 
@@ -204,6 +204,7 @@ def _out_of_range_usage(body, err: MalformedError) -> dict | None:
 
 
 def _from_doc(doc: dict) -> Embeddings:
+    check_no_kind(doc, "kind")
     data = doc.get("data")
     if not isinstance(data, list):
         raise InvalidFieldError("missing or not an array", field="data")
@@ -446,6 +447,8 @@ def _decode_base64_fast(body: bytes) -> Embeddings | None:
             want = [0, 1] if first == 1 else [0, n - 1]
             if [item.get("index") for item in two["data"]] != want or two["data"][0].get("embedding") != "":
                 return None
+        if "kind" in doc:
+            return None  # the general path names it
         data = doc["data"]
         if len(data) != 1 or data[0].get("embedding") != "" or data[0].get("index", 0) != (0 if first == 1 else n - 1):
             return None
