@@ -519,8 +519,9 @@ mod tests {
                 ErrorKind::InvalidField,
             ),
             (
+                // past 2^53 - 1 (SPEC.md 19.3): invalid_field, never a size cut to fit
                 r#"{"outputs":[{"name":"e","datatype":"FP32","shape":[1,1],"parameters":{"binary_data_size":18446744073709551615}}]}"#,
-                ErrorKind::Truncated,
+                ErrorKind::InvalidField,
             ),
             (
                 r#"{"outputs":[{"name":"t","datatype":"BYTES","shape":[4294967296,4294967296,4294967296],"parameters":{"binary_data_size":0}}]}"#,
