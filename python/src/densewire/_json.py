@@ -141,7 +141,7 @@ def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
         fast = _decode_base64_fast(bytes(body) if not isinstance(body, bytes) else body)
         if fast is not None:
             return fast
-    return _from_doc(load_object(body))
+    return _from_doc(load_object(body), may_hold_booleans(body))
 
 
 def load_object(body: bytes | bytearray | memoryview | str) -> dict:
@@ -203,7 +203,14 @@ def _out_of_range_usage(body, err: MalformedError) -> dict | None:
     return doc
 
 
-def _from_doc(doc: dict) -> Embeddings:
+def may_hold_booleans(body) -> bool:
+    """False when the JSON text has no ``true`` or ``false`` at all (a search at memory speed), so that
+    number rows need no look for a boolean (numpy reads True as 1)."""
+    text = body.encode() if isinstance(body, str) else bytes(body)
+    return b"true" in text or b"false" in text
+
+
+def _from_doc(doc: dict, booleans: bool = True) -> Embeddings:
     check_no_kind(doc, "kind")
     data = doc.get("data")
     if not isinstance(data, list):
@@ -214,7 +221,7 @@ def _from_doc(doc: dict) -> Embeddings:
     if dims is not None and (not isinstance(dims, int) or isinstance(dims, bool) or dims < 0):
         raise InvalidFieldError(f"must be a non-negative integer, got {dims!r}", field="dimensions")
     rows, positions = _place_rows(data)
-    tensor = _decode_rows(rows, positions, dtype, byteorder, dims) if rows else Tensor.from_bytes(
+    tensor = _decode_rows(rows, positions, dtype, byteorder, dims, booleans) if rows else Tensor.from_bytes(
         b"", dtype, (0, dims or 0))
     model = doc.get("model")
     if model is not None and not isinstance(model, str):
@@ -287,12 +294,13 @@ def _place_rows(data: list) -> tuple[list, list[int]]:
     return [item["embedding"] for _, item in placed], [pos for pos, _ in placed]
 
 
-def _decode_rows(rows: list, positions: list[int], dtype: str, byteorder: str, dims: int | None) -> Tensor:
+def _decode_rows(rows: list, positions: list[int], dtype: str, byteorder: str, dims: int | None,
+                 booleans: bool = True) -> Tensor:
     first = rows[0]
     if isinstance(first, str):
         return _decode_base64_rows(rows, positions, dtype, byteorder, dims)
     if isinstance(first, list):
-        return _decode_number_rows(rows, positions, dtype, dims)
+        return _decode_number_rows(rows, positions, dtype, dims, booleans)
     raise InvalidFieldError("must be a Base64 string or an array of numbers", field=f"data[{positions[0]}].embedding")
 
 
@@ -336,7 +344,8 @@ def _decode_row(row: str, pos: int) -> bytes:
         raise exc.located(field=f"data[{pos}].embedding") from None
 
 
-def _decode_number_rows(rows: list, positions: list[int], dtype: str, dims: int | None) -> Tensor:
+def _decode_number_rows(rows: list, positions: list[int], dtype: str, dims: int | None,
+                        booleans: bool = True) -> Tensor:
     width = row_bytes(dtype, dims) if dims is not None and dtype == "binary" else dims
     if width is None and isinstance(rows[positions.index(0)], list):  # from the first item of data, by position
         width = len(rows[positions.index(0)])
@@ -348,9 +357,12 @@ def _decode_number_rows(rows: list, positions: list[int], dtype: str, dims: int 
         if len(row) != width:
             raise ShapeMismatchError(f"{len(row)} values, expected {width}", field=f"data[{positions[k]}].embedding")
     values = np.array(rows)
-    if values.dtype.kind not in "fiu" or values.ndim != 2:
-        k = _first_bad_row(rows)
-        raise InvalidFieldError("values must be numbers", field=f"data[{positions[k]}].embedding")
+    # numpy reads True as 1 in a list of numbers: a boolean is no number (SPEC.md 3.5), so look for one
+    # when the text has a true or false at all (``booleans``; an all-boolean array is kind "b")
+    if values.dtype.kind not in "fiu" or values.ndim != 2 or booleans and _has_bool(rows):
+        k, j = _first_bad_item(rows)
+        raise InvalidFieldError("values must be numbers", field=f"data[{positions[k]}].embedding"
+                                + (f"[{j}]" if j is not None else ""))
     if dtype in _FLOATS:
         return convert(values.astype(np.float64), dtype)
     lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
@@ -365,11 +377,18 @@ def _decode_number_rows(rows: list, positions: list[int], dtype: str, dims: int 
     return Tensor.from_array(values.astype(storage), dtype, d)
 
 
-def _first_bad_row(rows: list) -> int:
+def _has_bool(rows: list) -> bool:
+    """Whether a row holds True or False (a pass at C speed: set() of the items' types per row)."""
+    return any(bool in set(map(type, row)) for row in rows)
+
+
+def _first_bad_item(rows: list) -> tuple[int, int | None]:
+    """(row, item) of the first value that is not a number (item None: a row that is no flat list)."""
     for k, row in enumerate(rows):
-        if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in row):
-            return k
-    return 0
+        for j, v in enumerate(row):
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                return k, j
+    return 0, None
 
 
 
