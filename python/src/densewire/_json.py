@@ -141,7 +141,7 @@ def decode_json(body: bytes | bytearray | memoryview | str) -> Embeddings:
         fast = _decode_base64_fast(bytes(body) if not isinstance(body, bytes) else body)
         if fast is not None:
             return fast
-    return _from_doc(load_object(body), may_hold_booleans(body))
+    return _from_doc(load_object(body))
 
 
 def load_object(body: bytes | bytearray | memoryview | str) -> dict:
@@ -203,14 +203,7 @@ def _out_of_range_usage(body, err: MalformedError) -> dict | None:
     return doc
 
 
-def may_hold_booleans(body) -> bool:
-    """False when the JSON text has no ``true`` or ``false`` at all (a search at memory speed), so that
-    number rows need no look for a boolean (numpy reads True as 1)."""
-    text = body.encode() if isinstance(body, str) else bytes(body)
-    return b"true" in text or b"false" in text
-
-
-def _from_doc(doc: dict, booleans: bool = True) -> Embeddings:
+def _from_doc(doc: dict) -> Embeddings:
     check_no_kind(doc, "kind")
     data = doc.get("data")
     if not isinstance(data, list):
@@ -221,7 +214,7 @@ def _from_doc(doc: dict, booleans: bool = True) -> Embeddings:
     if dims is not None and (not isinstance(dims, int) or isinstance(dims, bool) or dims < 0):
         raise InvalidFieldError(f"must be a non-negative integer, got {dims!r}", field="dimensions")
     rows, positions = _place_rows(data)
-    tensor = _decode_rows(rows, positions, dtype, byteorder, dims, booleans) if rows else Tensor.from_bytes(
+    tensor = _decode_rows(rows, positions, dtype, byteorder, dims) if rows else Tensor.from_bytes(
         b"", dtype, (0, dims or 0))
     model = doc.get("model")
     if model is not None and not isinstance(model, str):
@@ -294,13 +287,12 @@ def _place_rows(data: list) -> tuple[list, list[int]]:
     return [item["embedding"] for _, item in placed], [pos for pos, _ in placed]
 
 
-def _decode_rows(rows: list, positions: list[int], dtype: str, byteorder: str, dims: int | None,
-                 booleans: bool = True) -> Tensor:
+def _decode_rows(rows: list, positions: list[int], dtype: str, byteorder: str, dims: int | None) -> Tensor:
     first = rows[0]
     if isinstance(first, str):
         return _decode_base64_rows(rows, positions, dtype, byteorder, dims)
     if isinstance(first, list):
-        return _decode_number_rows(rows, positions, dtype, dims, booleans)
+        return _decode_number_rows(rows, positions, dtype, dims)
     raise InvalidFieldError("must be a Base64 string or an array of numbers", field=f"data[{positions[0]}].embedding")
 
 
@@ -344,8 +336,7 @@ def _decode_row(row: str, pos: int) -> bytes:
         raise exc.located(field=f"data[{pos}].embedding") from None
 
 
-def _decode_number_rows(rows: list, positions: list[int], dtype: str, dims: int | None,
-                        booleans: bool = True) -> Tensor:
+def _decode_number_rows(rows: list, positions: list[int], dtype: str, dims: int | None) -> Tensor:
     width = row_bytes(dtype, dims) if dims is not None and dtype == "binary" else dims
     if width is None and isinstance(rows[positions.index(0)], list):  # from the first item of data, by position
         width = len(rows[positions.index(0)])
@@ -358,8 +349,8 @@ def _decode_number_rows(rows: list, positions: list[int], dtype: str, dims: int 
             raise ShapeMismatchError(f"{len(row)} values, expected {width}", field=f"data[{positions[k]}].embedding")
     values = np.array(rows)
     # numpy reads True as 1 in a list of numbers: a boolean is no number (SPEC.md 3.5), so look for one
-    # when the text has a true or false at all (``booleans``; an all-boolean array is kind "b")
-    if values.dtype.kind not in "fiu" or values.ndim != 2 or booleans and _has_bool(rows):
+    # in every row (a pass at C speed per row, about a fifth of the time of the rows' decoding)
+    if values.dtype.kind not in "fiu" or values.ndim != 2 or _has_bool(rows):
         k, j = _first_bad_item(rows)
         raise InvalidFieldError("values must be numbers", field=f"data[{positions[k]}].embedding"
                                 + (f"[{j}]" if j is not None else ""))

@@ -11,7 +11,7 @@ import orjson
 from ._base64 import b64decode_strict, b64encode
 from ._convert import convert, widen
 from ._errors import DensewireError, InvalidFieldError, LengthMismatchError, NonFiniteError, ShapeMismatchError
-from ._json import _decode_number_rows, load_object, may_hold_booleans, place_by_index
+from ._json import _decode_number_rows, load_object, place_by_index
 from ._ragged import MAX_VOCAB, RaggedTensor, SparseVectors, check_indices, check_sparse_dtype, check_vocab_size
 from ._tensor import Embeddings, Tensor, Usage, check_byteorder, check_dtype, row_bytes, storage_dtype
 
@@ -101,7 +101,7 @@ def _b64(text: str, field: str) -> bytes:
         raise exc.located(field=field) from None
 
 
-def _ragged_item(pos: int, item: dict, dtype: str, byteorder: str, d: int, booleans: bool = True) -> Tensor:
+def _ragged_item(pos: int, item: dict, dtype: str, byteorder: str, d: int) -> Tensor:
     shape, emb = item.get("shape"), item.get("embedding")
     field = f"data[{pos}]"
     if shape is None and isinstance(emb, str):
@@ -127,7 +127,7 @@ def _ragged_item(pos: int, item: dict, dtype: str, byteorder: str, d: int, boole
         width = row_bytes(dtype, d) if dtype == "binary" else d
         return Tensor(np.empty((0, width), storage_dtype(dtype)), dtype, d)
     try:
-        return _decode_number_rows(emb, list(range(len(emb))), dtype, d, booleans)
+        return _decode_number_rows(emb, list(range(len(emb))), dtype, d)
     except DensewireError as exc:  # rows were decoded as items of data: place them inside this item
         m = _ROW_FIELD.fullmatch(exc.field or "")
         raise type(exc)(exc.message, offset=exc.offset,
@@ -200,8 +200,7 @@ def decode_json_kind(body, kind: str) -> Embeddings:
     # SPEC.md 20.3: every index first, then the items in the order of data (by position), placed by index
     order = [pos for pos, _ in place_by_index(data)]
     if kind == "ragged":
-        booleans = may_hold_booleans(body)
-        mats = [_ragged_item(pos, item, dtype, byteorder, d, booleans) for pos, item in enumerate(data)]
+        mats = [_ragged_item(pos, item, dtype, byteorder, d) for pos, item in enumerate(data)]
         return Embeddings(RaggedTensor.from_arrays([mats[pos].array for pos in order], dtype, d), model, usage)
     by_pos = [_sparse_item(pos, item, dtype, byteorder, d) for pos, item in enumerate(data)]
     pairs = [by_pos[pos] for pos in order]
