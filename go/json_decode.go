@@ -42,13 +42,13 @@ type jsonEnvelope struct {
 	isArray                                    bool
 	rows                                       []jsonRow
 	model, usage, dtype, byteorder, dimensions span
-	quantization                               span
+	quantization, kind                         span
 }
 
 // scanEnvelope validates the text and records the spans of the values DecodeJSON needs.
 func scanEnvelope(body []byte) (*jsonEnvelope, *Error) {
 	p := &jsonScanner{b: body}
-	env := &jsonEnvelope{data: noSpan, model: noSpan, usage: noSpan, dtype: noSpan, byteorder: noSpan, dimensions: noSpan, quantization: noSpan}
+	env := &jsonEnvelope{data: noSpan, model: noSpan, usage: noSpan, dtype: noSpan, byteorder: noSpan, dimensions: noSpan, quantization: noSpan, kind: noSpan}
 	if c := p.peek(); c != '{' {
 		if _, err := p.value(0); err != nil {
 			return nil, err
@@ -107,6 +107,8 @@ func scanEnvelope(body []byte) (*jsonEnvelope, *Error) {
 			env.dimensions, err = p.value(depth)
 		case "quantization":
 			env.quantization, err = p.value(depth)
+		case "kind":
+			env.kind, err = p.value(depth)
 		default:
 			_, err = p.value(depth)
 		}
@@ -184,6 +186,10 @@ func decodeJSON(body []byte) (*Tensor, *Meta, *Error) {
 	env, err := scanEnvelope(body)
 	if err != nil {
 		return nil, nil, err
+	}
+	if env.kind.ok() { // SPEC.md 20: a tensor body says no kind, whatever the value
+		return nil, nil, newError(InvalidField, "kind", -1, "a tensor body says no kind, this one says "+
+			string(body[env.kind.start:env.kind.end])+": decode it with that kind's decoder")
 	}
 	meta := &Meta{}
 	if !isNull(body, env.model) {

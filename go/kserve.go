@@ -219,7 +219,7 @@ func kserveSpecs(outputs any) ([]kserveSpec, *Error) {
 		}
 		size := -1
 		if v, present := params["binary_data_size"]; present && v != nil {
-			n, ok := jsonCount(v)
+			n, ok := jsonSizeCount(v)
 			if !ok {
 				return nil, newError(InvalidField, f+".parameters.binary_data_size", -1, "must be a non-negative integer, got "+jsonKind(v))
 			}
@@ -374,6 +374,17 @@ func jsonCount(v any) (int, bool) {
 	}
 	n, err := strconv.ParseInt(string(num), 10, 63)
 	return int(n), err == nil
+}
+
+// jsonSizeCount reads binary_data_size (SPEC.md 19.3): an integer from 0 to 2^53 - 1, nothing past it
+// wrapped or cut; a size past the body is then the blob's truncated.
+func jsonSizeCount(v any) (int, bool) {
+	num, ok := v.(json.Number)
+	if !ok || strings.ContainsAny(string(num), ".eE-") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(num), 10, 64)
+	return int(n), err == nil && n < 1<<53
 }
 
 func jsonKind(v any) string {

@@ -96,6 +96,9 @@ func (r *mpReader) fail(err error, off int, c Category, field, what string) *Err
 }
 
 func decodeMsgpack(body []byte) (*Tensor, *Meta, *Error) {
+	if mpHasTopKey(body, "kind") { // SPEC.md 20: a tensor body says no kind, checked first once the body parses
+		return nil, nil, newError(InvalidField, "kind", -1, "a tensor body says no kind, this one has the key kind: decode it with that kind's decoder")
+	}
 	r := &mpReader{body: body, b: body}
 	count, rest, err := msgp.ReadMapHeaderBytes(r.b)
 	if err != nil {
@@ -261,4 +264,26 @@ func (r *mpReader) usage(meta *Meta) *Error {
 		*dst, r.b = v, rest
 	}
 	return nil
+}
+
+// mpHasTopKey reports whether body is exactly one well-formed MessagePack map with the str key
+// (false for any other body: the decoder then reports what is wrong with it). Values are skipped,
+// a bin by its length, so the scan costs a few steps per key.
+func mpHasTopKey(body []byte, key string) bool {
+	count, b, err := msgp.ReadMapHeaderBytes(body)
+	if err != nil {
+		return false
+	}
+	found := false
+	for i := uint32(0); i < count; i++ {
+		k, rest, err := msgp.ReadStringZC(b)
+		if err != nil {
+			return false
+		}
+		found = found || string(k) == key
+		if b, err = msgp.Skip(rest); err != nil {
+			return false
+		}
+	}
+	return found && len(b) == 0
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -18,6 +19,7 @@ import (
 type kindEnvelope struct {
 	doc   map[string]any
 	data  []any
+	dtype DType
 	order ByteOrder
 	dims  uint64
 	meta  *Meta
@@ -49,8 +51,29 @@ func parseKindEnvelope(body []byte, kind string) (*kindEnvelope, *Error) {
 	if !ok {
 		return nil, newError(InvalidField, "data", -1, "data must be an array")
 	}
-	env := &kindEnvelope{doc: doc, data: data}
-	if bo, ok := doc["byteorder"].(string); ok {
+	env := &kindEnvelope{doc: doc, data: data, dtype: Float32}
+	// SPEC.md 20.3: the envelope's keys in the order kind, data, dtype, byteorder, dimensions, model, usage
+	if v, present := doc["dtype"]; present && v != nil {
+		name, ok := v.(string)
+		if !ok {
+			return nil, newError(InvalidField, "dtype", -1, "dtype is not a string")
+		}
+		dt, err := ParseDType(name)
+		if err != nil {
+			return nil, err.(*Error)
+		}
+		if kind == "sparse" {
+			if e := checkSparseDType(dt, "dtype"); e != nil {
+				return nil, e
+			}
+		}
+		env.dtype = dt
+	}
+	if v, present := doc["byteorder"]; present && v != nil {
+		bo, ok := v.(string)
+		if !ok {
+			return nil, newError(InvalidField, "byteorder", -1, "byteorder is not a string")
+		}
 		o, err := ParseByteOrder(bo)
 		if err != nil {
 			return nil, err.(*Error)
@@ -62,7 +85,17 @@ func parseKindEnvelope(body []byte, kind string) (*kindEnvelope, *Error) {
 		return nil, newError(InvalidField, "dimensions", -1, "dimensions is required for "+kind+" tensors, a non-negative integer")
 	}
 	env.dims = uint64(dims)
-	if m, ok := doc["model"].(string); ok {
+	if kind == "ragged" && env.dims > maxDim {
+		return nil, newError(InvalidField, "dimensions", -1, "dimensions out of range")
+	}
+	if kind == "sparse" && (env.dims < 1 || env.dims > 1<<32) {
+		return nil, newError(InvalidField, "dimensions", -1, "the vocabulary size (dimensions) must be from 1 to 2^32")
+	}
+	if v, present := doc["model"]; present && v != nil {
+		m, ok := v.(string)
+		if !ok {
+			return nil, newError(InvalidField, "model", -1, "model is not a string")
+		}
 		env.meta = &Meta{Model: m}
 	}
 	if u, present := doc["usage"]; present && u != nil {
@@ -157,80 +190,111 @@ func DecodeRaggedJSON(body []byte) (*RaggedTensor, *Meta, error) {
 	if e != nil {
 		return nil, nil, e
 	}
-	dtype := Float32
-	if name, ok := env.doc["dtype"].(string); ok {
-		dt, err := ParseDType(name)
-		if err != nil {
-			return nil, nil, err
-		}
-		dtype = dt
-	}
-	if env.dims > maxDim {
-		return nil, nil, newError(InvalidField, "dimensions", -1, "dimensions out of range")
-	}
+	dtype := env.dtype
 	d := int(env.dims)
 	items, index, e := env.placed()
 	if e != nil {
 		return nil, nil, e
 	}
-	counts := make([]int, len(items))
-	for i, m := range items {
-		f := "data[" + strconv.Itoa(i) + "]"
-		emb := m["embedding"]
-		_, isStr := emb.(string)
-		rows, isArr := emb.([]any)
-		shape, hasShape := m["shape"]
-		if !hasShape && isStr {
-			return nil, nil, newError(InvalidField, f+".shape", -1, f+".shape is required for a Base64 item")
-		}
-		var sh []int
-		if hasShape {
-			var ok bool
-			if sh, ok = kserveShape(shape, true); !ok || len(sh) != 2 {
-				return nil, nil, newError(InvalidField, f+".shape", -1, f+".shape must be two non-negative integers")
-			}
-			if sh[1] != d {
-				return nil, nil, newError(ShapeMismatch, f+".shape", -1, f+".shape disagrees with dimensions")
-			}
-		}
-		if !isStr && !isArr {
-			return nil, nil, newError(InvalidField, f+".embedding", -1, f+".embedding must be a Base64 string or an array of rows")
-		}
-		if isArr && hasShape && len(rows) != sh[0] {
-			return nil, nil, newError(ShapeMismatch, f+".shape", -1, f+".shape disagrees with its "+strconv.Itoa(len(rows))+" rows")
-		}
-		if isStr {
-			counts[index[i]] = sh[0]
-		} else {
-			counts[index[i]] = len(rows)
-		}
-	}
-	offsets := offsetsOf(counts)
 	rb := dtype.RowBytes(d)
-	data := make([]byte, int(offsets[len(items)])*rb)
 	items2 := dtype.rowItems(d)
-	for i, m := range items {
+	// contents decodes item i's rows into dst (its m_i rows): the second pass, once every item's
+	// structure is checked and the buffer sized.
+	contents := func(i int, dst []byte) *Error {
+		m := items[i]
 		f := "data[" + strconv.Itoa(i) + "].embedding"
-		at := int(offsets[index[i]]) * rb
-		end := int(offsets[index[i]+1]) * rb
 		if s, ok := m["embedding"].(string); ok {
-			if e := base64Part(data[at:end], s, dtype.ItemSize(), env.order, f); e != nil {
-				return nil, nil, e
-			}
-			continue
+			return base64Part(dst, s, dtype.ItemSize(), env.order, f)
 		}
 		for r, row := range m["embedding"].([]any) {
 			rf := f + "[" + strconv.Itoa(r) + "]"
 			values, ok := row.([]any)
 			if !ok || len(values) != items2 {
-				return nil, nil, newError(ShapeMismatch, rf, -1, rf+" must be an array of "+strconv.Itoa(items2)+" items")
+				return newError(ShapeMismatch, rf, -1, rf+" must be an array of "+strconv.Itoa(items2)+" items")
 			}
-			if e := numberItems(data[at+r*rb:at+(r+1)*rb], dtype, values, rf); e != nil {
-				return nil, nil, e
+			if e := numberItems(dst[r*rb:(r+1)*rb], dtype, values, rf); e != nil {
+				return e
 			}
+		}
+		return nil
+	}
+	counts := make([]int, len(items))
+	for i, m := range items {
+		if e := raggedItemShape(m, i, d, rb, counts, index); e != nil {
+			// SPEC.md 20.3: one item in full before the next, so the contents of the items before i first
+			for j := 0; j < i; j++ {
+				if ce := contents(j, make([]byte, counts[index[j]]*rb)); ce != nil {
+					return nil, nil, ce
+				}
+			}
+			return nil, nil, e
+		}
+	}
+	offsets := offsetsOf(counts)
+	data := make([]byte, int(offsets[len(items)])*rb)
+	for i := range items {
+		if e := contents(i, data[int(offsets[index[i]])*rb:int(offsets[index[i]+1])*rb]); e != nil {
+			return nil, nil, e
 		}
 	}
 	return &RaggedTensor{DType: dtype, N: len(items), D: d, Offsets: offsets, Data: data}, env.meta, nil
+}
+
+// raggedItemShape checks item i's shape and embedding kind (SPEC.md 20.3 steps 1, 2 and the row
+// count of 4) and records its row count in counts, by index.
+func raggedItemShape(m map[string]any, i, d, rb int, counts, index []int) *Error {
+	f := "data[" + strconv.Itoa(i) + "]"
+	emb := m["embedding"]
+	_, isStr := emb.(string)
+	rows, isArr := emb.([]any)
+	shape, hasShape := m["shape"]
+	if !hasShape && isStr {
+		return newError(InvalidField, f+".shape", -1, f+".shape is required for a Base64 item")
+	}
+	var sh []int
+	if hasShape {
+		var ok bool
+		if sh, ok = kserveShape(shape, true); !ok || len(sh) != 2 {
+			return newError(InvalidField, f+".shape", -1, f+".shape must be two non-negative integers")
+		}
+		if sh[1] != d {
+			return newError(ShapeMismatch, f+".shape", -1, f+".shape disagrees with dimensions")
+		}
+	}
+	if !isStr && !isArr {
+		return newError(InvalidField, f+".embedding", -1, f+".embedding must be a Base64 string or an array of rows")
+	}
+	if isArr && hasShape && len(rows) != sh[0] {
+		return newError(ShapeMismatch, f+".shape", -1, f+".shape disagrees with its "+strconv.Itoa(len(rows))+" rows")
+	}
+	if isStr {
+		// the Base64 length before any buffer is sized by shape[0] (which the text may not back)
+		if e := base64Sized(emb.(string), sh[0], rb, f+".embedding"); e != nil {
+			return e
+		}
+		counts[index[i]] = sh[0]
+	} else {
+		counts[index[i]] = len(rows)
+	}
+	return nil
+}
+
+// base64Sized is nil when s decodes to count items of width bytes, else the error SPEC.md 20.3 gives
+// for it (invalid_base64 first, then length_mismatch), found without decoding into a buffer: a count
+// the text cannot back never sizes one. A string of the right length is checked when it is decoded.
+func base64Sized(s string, count, width int, field string) *Error {
+	want := math.MaxInt
+	if width == 0 || count <= math.MaxInt/width {
+		want = count * width
+	}
+	n, ok := base64DecodedLen(s)
+	if ok && n == want {
+		return nil
+	}
+	if e := checkBase64(s); e != nil {
+		return withField(e, field)
+	}
+	return lengthMismatch(field, n, want)
 }
 
 // DecodeSparseJSON decodes a sparse JSON envelope (SPEC.md 20.3): InvalidField on kind, dimensions
@@ -242,96 +306,116 @@ func DecodeSparseJSON(body []byte) (*SparseTensor, *Meta, error) {
 	if e != nil {
 		return nil, nil, e
 	}
-	if env.dims < 1 || env.dims > 1<<32 {
-		return nil, nil, newError(InvalidField, "dimensions", -1, "the vocabulary size (dimensions) must be from 1 to 2^32")
-	}
-	dtype := Float32
-	if name, ok := env.doc["dtype"].(string); ok {
-		dt, err := ParseDType(name)
-		if err != nil {
-			return nil, nil, err
-		}
-		if e := checkSparseDType(dt, "dtype"); e != nil {
-			return nil, nil, e
-		}
-		dtype = dt
-	}
+	dtype := env.dtype
 	items, index, e := env.placed()
 	if e != nil {
 		return nil, nil, e
 	}
-	counts := make([]int, len(items))
-	for i, m := range items {
-		f := "data[" + strconv.Itoa(i) + "]"
-		nnzV, hasNNZ := m["nnz"]
-		ind, val := m["indices"], m["values"]
-		_, indStr := ind.(string)
-		indArr, isArr := ind.([]any)
-		if !hasNNZ && indStr {
-			return nil, nil, newError(InvalidField, f+".nnz", -1, f+".nnz is required for a Base64 item")
-		}
-		nnz := -1
-		if hasNNZ {
-			x, ok := jsonCount(nnzV)
-			if !ok {
-				return nil, nil, newError(InvalidField, f+".nnz", -1, f+".nnz must be a non-negative integer")
-			}
-			nnz = x
-		}
-		if !indStr && !isArr {
-			return nil, nil, newError(InvalidField, f+".indices", -1, f+".indices must be a Base64 string or an array")
-		}
-		_, valStr := val.(string)
-		_, valArr := val.([]any)
-		if indStr != valStr || isArr != valArr {
-			return nil, nil, newError(InvalidField, f+".values", -1, f+".values must be of the kind of indices")
-		}
-		if indStr {
-			counts[index[i]] = nnz
-		} else {
-			counts[index[i]] = len(indArr)
-		}
-	}
-	offsets := offsetsOf(counts)
-	k := int(offsets[len(items)])
 	size := dtype.ItemSize()
-	indexBytes := make([]byte, 4*k)
-	data := make([]byte, k*size)
-	for i, m := range items {
+	// contents decodes item i's k_i indices and values into idx and vals: the second pass.
+	contents := func(i int, idx, vals []byte) *Error {
+		m := items[i]
 		f := "data[" + strconv.Itoa(i) + "]"
-		a, b := int(offsets[index[i]]), int(offsets[index[i]+1])
 		if s, ok := m["indices"].(string); ok {
-			if e := base64Part(indexBytes[4*a:4*b], s, 4, env.order, f+".indices"); e != nil {
-				return nil, nil, e
+			if e := base64Part(idx, s, 4, env.order, f+".indices"); e != nil {
+				return e
 			}
-			if e := base64Part(data[a*size:b*size], m["values"].(string), size, env.order, f+".values"); e != nil {
-				return nil, nil, e
+			if e := base64Part(vals, m["values"].(string), size, env.order, f+".values"); e != nil {
+				return e
 			}
 		} else {
-			ind, vals := m["indices"].([]any), m["values"].([]any)
+			ind, vs := m["indices"].([]any), m["values"].([]any)
 			for j, x := range ind {
 				v, ok := jsonCount(x)
 				if !ok || v > 1<<32-1 {
 					jf := f + ".indices[" + strconv.Itoa(j) + "]"
-					return nil, nil, newError(InvalidField, jf, -1, jf+" must be an integer from 0 to 2^32-1")
+					return newError(InvalidField, jf, -1, jf+" must be an integer from 0 to 2^32-1")
 				}
-				binary.LittleEndian.PutUint32(indexBytes[4*(a+j):], uint32(v))
+				binary.LittleEndian.PutUint32(idx[4*j:], uint32(v))
 			}
-			if nnz, has := m["nnz"]; len(vals) != len(ind) || has && !jsonIs(nnz, len(ind)) {
-				return nil, nil, newError(ShapeMismatch, f+".values", -1, f+": indices, values and nnz disagree in length")
+			if nnz, has := m["nnz"]; len(vs) != len(ind) || has && !jsonIs(nnz, len(ind)) {
+				return newError(ShapeMismatch, f+".values", -1, f+": indices, values and nnz disagree in length")
 			}
-			if e := numberItems(data[a*size:b*size], dtype, vals, f+".values"); e != nil {
-				return nil, nil, e
+			if e := numberItems(vals, dtype, vs, f+".values"); e != nil {
+				return e
 			}
 		}
-		vec := viewUint32(indexBytes[4*a : 4*b])
-		if e := checkIndices(vec, []uint32{0, uint32(b - a)}, env.dims, 0, ""); e != nil {
-			j := (e.Offset) / 4
-			jf := f + ".indices[" + strconv.Itoa(j) + "]"
-			return nil, nil, newError(InvalidField, jf, -1, jf+": "+e.Message)
+		if e := checkIndices(viewUint32(idx), []uint32{0, uint32(len(idx) / 4)}, env.dims, 0, ""); e != nil {
+			jf := f + ".indices[" + strconv.Itoa(e.Offset/4) + "]"
+			return newError(InvalidField, jf, -1, jf+": "+e.Message)
+		}
+		return nil
+	}
+	counts := make([]int, len(items))
+	for i, m := range items {
+		if e := sparseItemShape(m, i, size, counts, index); e != nil {
+			// SPEC.md 20.3: one item in full before the next, so the contents of the items before i first
+			for j := 0; j < i; j++ {
+				c := counts[index[j]]
+				if ce := contents(j, make([]byte, 4*c), make([]byte, c*size)); ce != nil {
+					return nil, nil, ce
+				}
+			}
+			return nil, nil, e
+		}
+	}
+	offsets := offsetsOf(counts)
+	k := int(offsets[len(items)])
+	indexBytes := make([]byte, 4*k)
+	data := make([]byte, k*size)
+	for i := range items {
+		a, b := int(offsets[index[i]]), int(offsets[index[i]+1])
+		if e := contents(i, indexBytes[4*a:4*b], data[a*size:b*size]); e != nil {
+			return nil, nil, e
 		}
 	}
 	return &SparseTensor{DType: dtype, N: len(items), V: env.dims, Offsets: offsets, Indices: viewUint32(indexBytes), Data: data}, env.meta, nil
+}
+
+// sparseItemShape checks item i's nnz and the kinds of its indices and values (SPEC.md 20.3 steps 1
+// and 2) and records its entry count in counts, by index.
+func sparseItemShape(m map[string]any, i, size int, counts, index []int) *Error {
+	f := "data[" + strconv.Itoa(i) + "]"
+	nnzV, hasNNZ := m["nnz"]
+	ind, val := m["indices"], m["values"]
+	_, indStr := ind.(string)
+	indArr, isArr := ind.([]any)
+	if !hasNNZ && indStr {
+		return newError(InvalidField, f+".nnz", -1, f+".nnz is required for a Base64 item")
+	}
+	nnz := -1
+	if hasNNZ {
+		x, ok := jsonCount(nnzV)
+		if !ok {
+			return newError(InvalidField, f+".nnz", -1, f+".nnz must be a non-negative integer")
+		}
+		nnz = x
+	}
+	if !indStr && !isArr {
+		return newError(InvalidField, f+".indices", -1, f+".indices must be a Base64 string or an array")
+	}
+	_, valStr := val.(string)
+	_, valArr := val.([]any)
+	if indStr != valStr || isArr != valArr {
+		return newError(InvalidField, f+".values", -1, f+".values must be of the kind of indices")
+	}
+	if indStr {
+		// the Base64 lengths before any buffer is sized by nnz (which the text may not back)
+		is, vs := ind.(string), val.(string)
+		if e := base64Sized(is, nnz, 4, f+".indices"); e != nil {
+			return e
+		}
+		if e := base64Sized(vs, nnz, size, f+".values"); e != nil {
+			if ie := checkBase64(is); ie != nil { // the indices' characters come before the values' length
+				return withField(ie, f+".indices")
+			}
+			return e
+		}
+		counts[index[i]] = nnz
+	} else {
+		counts[index[i]] = len(indArr)
+	}
+	return nil
 }
 
 func jsonIs(v any, n int) bool {

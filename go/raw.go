@@ -44,6 +44,9 @@ func SetRawHeaders(h http.Header, t *Tensor, meta *Meta) {
 // aliases body. The meta is non-nil when Densewire-Model, a token header or
 // Densewire-Quantization (the meta's Quantization) is present.
 func DecodeRaw(h http.Header, body []byte) (*Tensor, *Meta, error) {
+	if k, ok := headerValue(h, HeaderKind); ok { // SPEC.md 20: a tensor body says no kind
+		return nil, nil, newError(InvalidField, HeaderKind, -1, "a tensor body has no "+HeaderKind+" header, this one says "+strconv.Quote(k)+": decode it with that kind's decoder")
+	}
 	name, ok := headerValue(h, HeaderDType)
 	if !ok {
 		return nil, nil, newError(InvalidField, HeaderDType, -1, "missing header "+HeaderDType)

@@ -457,6 +457,11 @@ def invalid_cases(spec: dict, valid: dict[str, dict]) -> list[dict]:
                 body = mp_map([tuple(f) for f in c["msgpack"]])
             elif "protobuf" in c:
                 body = b"".join(pb_field(*f) for f in c["protobuf"])
+            elif "arrow" in c and "kind" in c["arrow"]:  # a ragged or sparse stream (SPEC.md 20.7)
+                import ragged  # noqa: PLC0415 (imports this module's encoders)
+                a = c["arrow"]
+                body = ragged.arrow_body(a["kind"], a["dtype"], a["shape"], a["offsets"], bytes.fromhex(a["data"]),
+                                         a.get("indices"))
             elif "arrow" in c:  # a well-formed stream by the reference writer, with the metadata given
                 a = c["arrow"]
                 body = arrow_stream(a["dtype"], a["shape"], bytes.fromhex(a["data"]), a.get("model"),

@@ -267,6 +267,9 @@ def invalid(kind: str, c: dict, valid: dict[str, dict]) -> dict:
         elif fmt == "protobuf":
             message, body = pb_body(kind, dtype, shape, parts[0], data, parts[2])
             case["message"] = message
+        elif fmt == "arrow" and c.get("tensor_stream"):  # a plain tensor's stream (SPEC.md 10): no kind
+            from generate import arrow_stream  # noqa: PLC0415
+            body = arrow_stream(dtype, shape, data)
         elif fmt == "arrow":
             body = arrow_body(kind, dtype, shape, c["offsets"], data, c.get("indices"), metadata=c.get("metadata"),
                               field_metadata=c.get("field_metadata"), value_offsets=c.get("value_offsets"))

@@ -151,6 +151,10 @@ func Decode(body []byte) (t *densewire.Tensor, meta *densewire.Meta, err error) 
 		return nil, nil, e
 	}
 	defer release()
+	if i := schema.Metadata().FindKey(KeyKind); i >= 0 { // SPEC.md 20: a tensor stream says no kind
+		return nil, nil, fail(densewire.InvalidField, KeyKind, "a tensor stream has no "+KeyKind+", this one says "+
+			strconv.Quote(schema.Metadata().Values()[i])+": decode it with DecodeRagged or DecodeSparse")
+	}
 	idx := schema.FieldIndices(Column)
 	if len(idx) != 1 {
 		return nil, nil, fail(densewire.InvalidField, Column, "the stream has no single column \"embedding\"")

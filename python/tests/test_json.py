@@ -139,7 +139,10 @@ def test_empty_batch_keeps_dimensions() -> None:
 
 @pytest.mark.parametrize("body, category, field", [
     (b'[1, 2]', "malformed", None),
-    (b'{"data": [{"index": 0, "embedding": [1.0, "x"]}]}', "invalid_field", "data[0].embedding"),
+    (b'{"data": [{"index": 0, "embedding": [1.0, "x"]}]}', "invalid_field", "data[0].embedding[1]"),
+    # numpy would read True as 1.0: a boolean is no number, wherever it stands in the rows
+    (b'{"data": [{"index": 1, "embedding": [1.0, 2.0]}, {"index": 0, "embedding": [true, 2.0]}]}', "invalid_field",
+     "data[1].embedding[0]"),
     (b'{"data": [{"index": 0, "embedding": [1.0]}], "usage": {"prompt_tokens": -1}}', "invalid_field", "usage.prompt_tokens"),
     (b'{"data": [{"index": 0, "embedding": [300]}], "dtype": "int8"}', "invalid_field", "data[0].embedding[0]"),
     (b'{"data": [{"index": true, "embedding": [1.0]}]}', "invalid_field", "data[0].index"),

@@ -147,6 +147,9 @@ pub(crate) fn read_stream(body: Bytes) -> Result<(Arc<Schema>, Vec<RecordBatch>)
 /// bfloat16 only by declaration). With one record batch, the tensor shares `body`.
 pub fn decode_arrow(body: Bytes) -> Result<Embeddings> {
     let (schema, batches) = read_stream(body)?;
+    if schema.metadata().contains_key("densewire.kind") {
+        return Err(crate::ragged::no_kind("densewire.kind"));
+    }
     let (col, field) = schema
         .column_with_name(COLUMN)
         .ok_or_else(|| err(ErrorKind::InvalidField, "the stream has no column named embedding").field(COLUMN))?;

@@ -219,8 +219,12 @@ fn spec(i: usize, o: &Value) -> Result<Spec<'_>> {
     };
     let size = match parameters.get("binary_data_size") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(v.as_u64().ok_or_else(|| {
-            invalid(format!("{field}.parameters.binary_data_size"), format!("must be a non-negative integer, not {v}"))
+        // SPEC.md 19.3: an integer from 0 to 2^53 - 1; nothing past it is capped or cut to fit
+        Some(v) => Some(v.as_u64().filter(|&n| n < 1 << 53).ok_or_else(|| {
+            invalid(
+                format!("{field}.parameters.binary_data_size"),
+                format!("must be an integer from 0 to 2^53 - 1, not {v}"),
+            )
         })?),
     };
     let dtype = datatype(datatype_name, &format!("{field}.datatype"))?;
@@ -515,8 +519,9 @@ mod tests {
                 ErrorKind::InvalidField,
             ),
             (
+                // past 2^53 - 1 (SPEC.md 19.3): invalid_field, never a size cut to fit
                 r#"{"outputs":[{"name":"e","datatype":"FP32","shape":[1,1],"parameters":{"binary_data_size":18446744073709551615}}]}"#,
-                ErrorKind::Truncated,
+                ErrorKind::InvalidField,
             ),
             (
                 r#"{"outputs":[{"name":"t","datatype":"BYTES","shape":[4294967296,4294967296,4294967296],"parameters":{"binary_data_size":0}}]}"#,

@@ -210,6 +210,7 @@ pub fn decode_msgpack(body: Bytes) -> Result<Embeddings> {
     let mut model = None;
     let mut usage = Ok(None);
     let mut quantization: Field<&[u8]> = Field::Absent;
+    let mut kind = false;
     for _ in 0..entries {
         let (km, kat) = c.marker()?;
         let key = match km {
@@ -242,6 +243,10 @@ pub fn decode_msgpack(body: Bytes) -> Result<Embeddings> {
             }
             b"usage" => usage = read_usage(&mut c)?,
             b"quantization" => quantization = c.str_value()?.map_or(Field::Bad, Field::Ok),
+            b"kind" => {
+                kind = true;
+                c.skip(0)?;
+            }
             _ => c.skip(0)?,
         }
     }
@@ -249,6 +254,9 @@ pub fn decode_msgpack(body: Bytes) -> Result<Embeddings> {
         return Err(
             err(ErrorKind::Malformed, format!("{} bytes follow the MessagePack map", body.len() - c.pos)).at(c.pos)
         );
+    }
+    if kind {
+        return Err(crate::ragged::no_kind("kind"));
     }
     let dtype = match dtype {
         Field::Ok(name) => DType::from_name(std::str::from_utf8(name).unwrap_or("\u{fffd}"))?,

@@ -117,6 +117,9 @@ pub(crate) fn raw_header_values(e: &Embeddings) -> impl Iterator<Item = (RawHead
 /// assert_eq!((bad.kind(), bad.offset()), (ErrorKind::LengthMismatch, Some(7)));
 /// ```
 pub fn decode_raw<H: Headers + ?Sized>(headers: &H, body: Bytes) -> Result<Embeddings> {
+    if headers.header(crate::ragged::HEADER_KIND).is_some() {
+        return Err(crate::ragged::no_kind(crate::ragged::HEADER_KIND));
+    }
     let dtype = match headers.header(HEADER_DTYPE) {
         None => return Err(err(ErrorKind::InvalidField, "the Densewire-Dtype header is missing").field(HEADER_DTYPE)),
         Some(v) => DType::from_name(v.trim()).map_err(|e| e.field(HEADER_DTYPE))?,

@@ -11,7 +11,7 @@
  * (one copy).
  */
 import { checkArrowStream } from "./arrowcheck.js";
-import { type DType, type Embeddings, type Tensor, type Usage, DTYPES, allocData, bytesOf, checkLength, isDType, parseDType, rowBytes } from "./dtypes.js";
+import { type DType, type Embeddings, type Tensor, type Usage, DTYPES, allocData, bytesOf, checkLength, checkNoKind, isDType, parseDType, rowBytes } from "./dtypes.js";
 import { DensewireError } from "./errors.js";
 import { checkQuantization } from "./quantization.js";
 
@@ -85,6 +85,7 @@ export async function decodeArrow(body: Uint8Array | ArrayBuffer): Promise<Embed
     throw new DensewireError("malformed", `not a readable Arrow IPC stream: ${(e as Error).message}`, {}, { cause: e });
   }
   const schema = table.schema;
+  checkNoKind(schema.metadata.has("densewire.kind"), schema.metadata.get("densewire.kind"), "densewire.kind");
   const col = schema.fields.findIndex((f) => f.name === "embedding");
   if (col < 0) throw new DensewireError("invalid_field", "the stream has no column named embedding", { field: "embedding" });
   const field = schema.fields[col]!;

@@ -258,3 +258,13 @@ export function describe(value: unknown): string {
   if (typeof value === "object") return "an object";
   return String(value);
 }
+
+/**
+ * SPEC.md 20: a tensor body says no kind. `present` is whether the body has the marker (`field`: the key
+ * `kind`, the header `Densewire-Kind`, the metadata `densewire.kind`), whatever its value.
+ */
+export function checkNoKind(present: boolean, value: unknown, field: string): void {
+  if (present) {
+    throw new DensewireError("invalid_field", `a tensor body says no kind, this one says ${describe(value)}: decode it as that kind`, { field });
+  }
+}

@@ -20,6 +20,7 @@ import {
   LITTLE_ENDIAN_HOST,
   allocData,
   bytesOf,
+  checkNoKind,
   describe,
   parseByteOrder,
   parseDType,
@@ -76,6 +77,7 @@ export function decodeJSON(input: string | Uint8Array | ArrayBuffer | object): E
     }
   }
   if (!isObject(doc)) throw new DensewireError("malformed", `the envelope must be a JSON object, got ${describe(doc)}`);
+  checkNoKind(Object.hasOwn(doc, "kind"), doc["kind"], "kind");
 
   const data = doc["data"];
   if (!Array.isArray(data)) throw new DensewireError("invalid_field", data === undefined ? "missing" : `must be an array, got ${describe(data)}`, { field: "data" });

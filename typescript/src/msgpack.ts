@@ -10,7 +10,7 @@
  * byte-exact with every other implementation.
  */
 import { Decoder, Encoder } from "@msgpack/msgpack";
-import { type Embeddings, type Tensor, type Usage, checkLength, describe, parseDType, parseUsage, rowBytes, viewAs, DTYPES, bytesOf } from "./dtypes.js";
+import { type Embeddings, type Tensor, type Usage, checkLength, checkNoKind, describe, parseDType, parseUsage, rowBytes, viewAs, DTYPES, bytesOf } from "./dtypes.js";
 import { DensewireError } from "./errors.js";
 import { checkQuantization } from "./quantization.js";
 
@@ -55,6 +55,7 @@ export function decodeMsgpackMap(bytes: Uint8Array): Record<string, unknown> {
 export function decodeMsgpack(body: Uint8Array | ArrayBuffer): Embeddings {
   const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
   const doc = decodeMsgpackMap(bytes);
+  checkNoKind(Object.hasOwn(doc, "kind"), doc["kind"], "kind");
 
   if (!("dtype" in doc)) throw new DensewireError("invalid_field", "missing", { field: "dtype" });
   if (typeof doc["dtype"] !== "string") throw new DensewireError("invalid_field", `must be a str, got ${describe(doc["dtype"])}`, { field: "dtype" });

@@ -4,8 +4,8 @@
  * Base64 or as numbers. Decoding places every item by `index` into one buffer of rows (or of indices
  * and values), so the result's matrices and vectors are views of one array.
  */
-import { decodeBase64Into, bytesToBase64 } from "./base64.js";
-import { type ByteOrder, type TensorData, DTYPES, LITTLE_ENDIAN_HOST, allocData, bytesOf, describe, parseByteOrder, parseDType, parseUsage, rowBytes, swapBytes } from "./dtypes.js";
+import { base64DecodedLength, decodeBase64Into, bytesToBase64 } from "./base64.js";
+import { type ByteOrder, type DType, type TensorData, type Usage, DTYPES, LITTLE_ENDIAN_HOST, allocData, bytesOf, checkLength, describe, parseByteOrder, parseDType, parseUsage, rowBytes, swapBytes } from "./dtypes.js";
 import { DensewireError } from "./errors.js";
 import { fillRow, numberRow } from "./json.js";
 import { type KindEncodeOptions, type RaggedTensor, type SparseDType, type SparseTensor, checkIndices, checkVocabulary, parseSparseDType, raggedWidth } from "./ragged.js";
@@ -22,11 +22,17 @@ const mismatch = (field: string, why: string) => new DensewireError("shape_misma
 interface Envelope {
   doc: Record<string, unknown>;
   data: unknown[];
+  dtype: DType;
   byteorder: ByteOrder;
   dims: number;
+  model: string | undefined;
+  usage: Usage | undefined;
 }
 
-/** Parses the envelope and checks what both kinds share: `kind` first, `data`, `byteorder`, `dimensions`. */
+/**
+ * Parses the envelope and checks its keys in SPEC.md 20.3's order: `kind`, `data`, `dtype`, `byteorder`,
+ * `dimensions`, `model`, `usage` (the items' indexes and contents come after).
+ */
 function envelope(input: string | Uint8Array | ArrayBuffer | object, kind: "ragged" | "sparse"): Envelope {
   let doc: unknown = input;
   if (input instanceof ArrayBuffer || ArrayBuffer.isView(input)) {
@@ -48,10 +54,15 @@ function envelope(input: string | Uint8Array | ArrayBuffer | object, kind: "ragg
   if (doc["kind"] !== kind) throw invalid("kind", doc["kind"] === undefined ? `missing (a ${kind} response says "kind": "${kind}")` : `must be "${kind}", got ${describe(doc["kind"])}`);
   const data = doc["data"];
   if (!Array.isArray(data)) throw invalid("data", data === undefined ? "missing" : `must be an array, got ${describe(data)}`);
+  const dtype = doc["dtype"] == null ? "float32" : kind === "ragged" ? parseDType(doc["dtype"]) : parseSparseDType(doc["dtype"]);
   const byteorder = doc["byteorder"] == null ? "little" : parseByteOrder(doc["byteorder"]);
   const dims = doc["dimensions"];
   if (!Number.isSafeInteger(dims) || (dims as number) < 0) throw invalid("dimensions", dims === undefined ? `missing (required for ${kind} tensors)` : `must be a non-negative integer, got ${describe(dims)}`);
-  return { doc, data, byteorder, dims: dims as number };
+  if (kind === "sparse") checkVocabulary(dims as number, "dimensions");
+  const model = doc["model"];
+  if (model != null && typeof model !== "string") throw invalid("model", `must be a string, got ${describe(model)}`);
+  const usage = parseUsage(doc["usage"]);
+  return { doc, data, dtype, byteorder, dims: dims as number, model: model ?? undefined, usage };
 }
 
 /** Each item's object and its `index` (SPEC.md 6.2's rules), in the order of `data`. */
@@ -75,11 +86,31 @@ function offsetsOf(counts: number[]): Uint32Array {
   return offsets;
 }
 
-function meta<T extends RaggedTensor | SparseTensor>(t: T, doc: Record<string, unknown>): T {
-  if (typeof doc["model"] === "string") t.model = doc["model"];
-  const usage = parseUsage(doc["usage"]);
-  if (usage !== undefined) t.usage = usage;
+function meta<T extends RaggedTensor | SparseTensor>(t: T, env: Envelope): T {
+  if (env.model !== undefined) t.model = env.model;
+  if (env.usage !== undefined) t.usage = env.usage;
   return t;
+}
+
+/**
+ * SPEC.md 20.3 checks one item in full before the next. The decoders check every item's structure in a
+ * first pass (to size the one buffer) and its contents in a second: when the first pass fails at item `k`,
+ * the contents of the items before it are checked first (into scratch buffers: the error path only).
+ */
+function contentsBefore(k: number, check: (i: number) => void, structural: unknown): never {
+  for (let i = 0; i < k; i++) check(i);
+  throw structural;
+}
+
+/**
+ * Throws the error of a Base64 part that does not decode to `count * width` bytes (`invalid_base64`
+ * first, then `length_mismatch`), found without a buffer: a count the text cannot back never sizes one.
+ * A string of about the right length is checked when it is decoded.
+ */
+function base64Sized(s: string, count: number, width: number, field: string): void {
+  const pad = s.endsWith("==") ? 2 : s.endsWith("=") ? 1 : 0;
+  if (s.length % 4 !== 1 && Math.floor((s.length * 3) / 4) - pad === count * width) return;
+  checkLength(base64DecodedLength(s, field), count * width, field);
 }
 
 /** Decodes a Base64 part into `target`, swapping big-endian items. */
@@ -95,43 +126,49 @@ function base64Part(s: string, target: Uint8Array, itemBytes: number, byteorder:
  * `length_mismatch` on `data[i].embedding`.
  */
 export function decodeRaggedJSON(input: string | Uint8Array | ArrayBuffer | object): RaggedTensor {
-  const { doc, data, byteorder, dims: d } = envelope(input, "ragged");
-  const dtype = doc["dtype"] == null ? "float32" : parseDType(doc["dtype"]);
+  const env = envelope(input, "ragged");
+  const { data, dtype, byteorder, dims: d } = env;
   const items = placed(data);
   const counts = new Array<number>(data.length).fill(0);
-  for (const [i, [item, index]] of items.entries()) {
-    const shape = item["shape"];
-    const emb = item["embedding"];
-    if (shape === undefined && typeof emb === "string") throw invalid(`data[${i}].shape`, "missing (required for a Base64 item)");
-    if (shape !== undefined) {
-      if (!Array.isArray(shape) || shape.length !== 2 || !shape.every((x) => Number.isSafeInteger(x) && x >= 0)) {
-        throw invalid(`data[${i}].shape`, `must be two non-negative integers [m, d], got ${describe(shape)}`);
-      }
-      if (shape[1] !== d) throw mismatch(`data[${i}].shape`, `shape [${shape.join(", ")}] disagrees with dimensions ${d}`);
-    }
-    if (typeof emb !== "string" && !Array.isArray(emb)) throw invalid(`data[${i}].embedding`, `must be a Base64 string or an array of rows, got ${describe(emb)}`);
-    if (Array.isArray(emb) && shape !== undefined && emb.length !== shape[0]) throw mismatch(`data[${i}].shape`, `shape [${shape.join(", ")}] but ${emb.length} rows`);
-    counts[index] = typeof emb === "string" ? (shape as number[])[0]! : emb.length;
-  }
-  const offsets = offsetsOf(counts);
   const w = raggedWidth(dtype, d);
   const rb = rowBytes(dtype, d);
-  const out = allocData(dtype, offsets[data.length]! * w);
-  const outBytes = new Uint8Array(out.buffer, 0, out.byteLength);
-  for (const [i, [item, index]] of items.entries()) {
-    const emb = item["embedding"] as string | unknown[];
+  const contents = (i: number, out: ReturnType<typeof allocData>, at: number): void => {
+    const emb = items[i]![0]["embedding"] as string | unknown[];
     const field = `data[${i}].embedding`;
-    const at = offsets[index]!;
     if (typeof emb === "string") {
-      base64Part(emb, outBytes.subarray(at * rb, offsets[index + 1]! * rb), DTYPES[dtype].itemBytes, byteorder, field);
-      continue;
+      const m = (items[i]![0]["shape"] as number[])[0]!;
+      base64Part(emb, new Uint8Array(out.buffer, out.byteOffset + at * rb, m * rb), DTYPES[dtype].itemBytes, byteorder, field);
+      return;
     }
     emb.forEach((row, r) => {
       if (!Array.isArray(row) || row.length !== w) throw mismatch(`${field}[${r}]`, `must be an array of ${w} items, got ${describe(row)}`);
       fillRow(dtype, out, (at + r) * w, row, `${field}[${r}]`);
     });
+  };
+  for (const [i, [item, index]] of items.entries()) {
+    try {
+      const shape = item["shape"];
+      const emb = item["embedding"];
+      if (shape === undefined && typeof emb === "string") throw invalid(`data[${i}].shape`, "missing (required for a Base64 item)");
+      if (shape !== undefined) {
+        if (!Array.isArray(shape) || shape.length !== 2 || !shape.every((x) => Number.isSafeInteger(x) && x >= 0)) {
+          throw invalid(`data[${i}].shape`, `must be two non-negative integers [m, d], got ${describe(shape)}`);
+        }
+        if (shape[1] !== d) throw mismatch(`data[${i}].shape`, `shape [${shape.join(", ")}] disagrees with dimensions ${d}`);
+      }
+      if (typeof emb !== "string" && !Array.isArray(emb)) throw invalid(`data[${i}].embedding`, `must be a Base64 string or an array of rows, got ${describe(emb)}`);
+      if (Array.isArray(emb) && shape !== undefined && emb.length !== shape[0]) throw mismatch(`data[${i}].shape`, `shape [${shape.join(", ")}] but ${emb.length} rows`);
+      // the Base64 length before any buffer is sized by shape[0] (which the text may not back)
+      if (typeof emb === "string") base64Sized(emb, (shape as number[])[0]!, rb, `data[${i}].embedding`);
+      counts[index] = typeof emb === "string" ? (shape as number[])[0]! : emb.length;
+    } catch (e) {
+      contentsBefore(i, (j) => contents(j, allocData(dtype, counts[items[j]![1]]! * w), 0), e);
+    }
   }
-  return meta({ kind: "ragged", dtype, shape: [data.length, d], offsets, data: out }, doc);
+  const offsets = offsetsOf(counts);
+  const out = allocData(dtype, offsets[data.length]! * w);
+  for (const [i, [, index]] of items.entries()) contents(i, out, offsets[index]!);
+  return meta({ kind: "ragged", dtype, shape: [data.length, d], offsets, data: out }, env);
 }
 
 /**
@@ -142,35 +179,20 @@ export function decodeRaggedJSON(input: string | Uint8Array | ArrayBuffer | obje
  * `length_mismatch` on `data[i].indices` / `data[i].values`.
  */
 export function decodeSparseJSON(input: string | Uint8Array | ArrayBuffer | object): SparseTensor {
-  const { doc, data, byteorder, dims } = envelope(input, "sparse");
-  const v = checkVocabulary(dims, "dimensions");
-  const dtype = doc["dtype"] == null ? "float32" : parseSparseDType(doc["dtype"]);
+  const env = envelope(input, "sparse");
+  const { data, byteorder, dims: v } = env;
+  const dtype = env.dtype as SparseDType;
   const items = placed(data);
   const counts = new Array<number>(data.length).fill(0);
-  for (const [i, [item, index]] of items.entries()) {
-    const nnz = item["nnz"];
-    const ind = item["indices"];
-    const val = item["values"];
-    if (nnz === undefined && typeof ind === "string") throw invalid(`data[${i}].nnz`, "missing (required for a Base64 item)");
-    if (nnz !== undefined && !(Number.isSafeInteger(nnz) && (nnz as number) >= 0)) throw invalid(`data[${i}].nnz`, `must be a non-negative integer, got ${describe(nnz)}`);
-    if (typeof ind !== "string" && !Array.isArray(ind)) throw invalid(`data[${i}].indices`, `must be a Base64 string or an array, got ${describe(ind)}`);
-    if (typeof val !== typeof ind || Array.isArray(val) !== Array.isArray(ind)) throw invalid(`data[${i}].values`, `must be ${typeof ind === "string" ? "a Base64 string" : "an array"} like indices, got ${describe(val)}`);
-    counts[index] = typeof ind === "string" ? (nnz as number) : ind.length;
-  }
-  const offsets = offsetsOf(counts);
-  const k = offsets[data.length]!;
-  const indices = new Uint32Array(k);
-  const values = allocData(dtype, k);
   const itemBytes = DTYPES[dtype].itemBytes;
-  for (const [i, [item, index]] of items.entries()) {
-    const at = offsets[index]!;
-    const end = offsets[index + 1]!;
+  const contents = (i: number, indices: Uint32Array, values: ReturnType<typeof allocData>, at: number, end: number): void => {
+    const item = items[i]![0];
     const ind = item["indices"] as string | unknown[];
     const val = item["values"] as string | unknown[];
     const f = `data[${i}]`;
     if (typeof ind === "string") {
-      base64Part(ind, new Uint8Array(indices.buffer, 4 * at, 4 * (end - at)), 4, byteorder, `${f}.indices`);
-      base64Part(val as string, new Uint8Array(values.buffer, itemBytes * at, itemBytes * (end - at)), itemBytes, byteorder, `${f}.values`);
+      base64Part(ind, new Uint8Array(indices.buffer, indices.byteOffset + 4 * at, 4 * (end - at)), 4, byteorder, `${f}.indices`);
+      base64Part(val as string, new Uint8Array(values.buffer, values.byteOffset + itemBytes * at, itemBytes * (end - at)), itemBytes, byteorder, `${f}.values`);
     } else {
       ind.forEach((x, j) => {
         if (!Number.isSafeInteger(x) || (x as number) < 0 || (x as number) > 0xffffffff) throw invalid(`${f}.indices[${j}]`, `must be an integer from 0 to 2^32 - 1, got ${describe(x)}`);
@@ -184,8 +206,40 @@ export function decodeSparseJSON(input: string | Uint8Array | ArrayBuffer | obje
       fillRow(dtype, values, at, vals, `${f}.values`);
     }
     checkIndices(indices.subarray(at, end), Uint32Array.of(0, end - at), v, 0, "", (j) => `${f}.indices[${j}]`);
+  };
+  for (const [i, [item, index]] of items.entries()) {
+    try {
+      const nnz = item["nnz"];
+      const ind = item["indices"];
+      const val = item["values"];
+      if (nnz === undefined && typeof ind === "string") throw invalid(`data[${i}].nnz`, "missing (required for a Base64 item)");
+      if (nnz !== undefined && !(Number.isSafeInteger(nnz) && (nnz as number) >= 0)) throw invalid(`data[${i}].nnz`, `must be a non-negative integer, got ${describe(nnz)}`);
+      if (typeof ind !== "string" && !Array.isArray(ind)) throw invalid(`data[${i}].indices`, `must be a Base64 string or an array, got ${describe(ind)}`);
+      if (typeof val !== typeof ind || Array.isArray(val) !== Array.isArray(ind)) throw invalid(`data[${i}].values`, `must be ${typeof ind === "string" ? "a Base64 string" : "an array"} like indices, got ${describe(val)}`);
+      if (typeof ind === "string") {
+        // the Base64 lengths before any buffer is sized by nnz (which the text may not back)
+        base64Sized(ind, nnz as number, 4, `data[${i}].indices`);
+        try {
+          base64Sized(val as string, nnz as number, itemBytes, `data[${i}].values`);
+        } catch (e) {
+          base64DecodedLength(ind, `data[${i}].indices`); // the indices' characters come before the values' length
+          throw e;
+        }
+      }
+      counts[index] = typeof ind === "string" ? (nnz as number) : ind.length;
+    } catch (e) {
+      contentsBefore(i, (j) => {
+        const m = counts[items[j]![1]]!;
+        contents(j, new Uint32Array(m), allocData(dtype, m), 0, m);
+      }, e);
+    }
   }
-  return meta({ kind: "sparse", dtype: dtype as SparseDType, shape: [data.length, v], offsets, indices, data: values }, doc);
+  const offsets = offsetsOf(counts);
+  const k = offsets[data.length]!;
+  const indices = new Uint32Array(k);
+  const values = allocData(dtype, k);
+  for (const [i, [, index]] of items.entries()) contents(i, indices, values, offsets[index]!, offsets[index + 1]!);
+  return meta({ kind: "sparse", dtype, shape: [data.length, v], offsets, indices, data: values }, env);
 }
 
 /** Options of the JSON encoders: `encodingFormat` (default `base64`), Base64's `byteorder`, model and usage. */

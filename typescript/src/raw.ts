@@ -10,6 +10,7 @@ import {
   DTYPES,
   bytesOf,
   checkLength,
+  checkNoKind,
   parseDType,
   rowBytes,
   viewAs,
@@ -44,6 +45,8 @@ const COUNT = /^(0|[1-9][0-9]*)$/;
  */
 export function decodeRaw(body: Uint8Array | ArrayBuffer, headers: HeadersInput): Embeddings {
   const bytes = body instanceof Uint8Array ? body : new Uint8Array(body);
+  const kindHeader = getHeader(headers, "Densewire-Kind");
+  checkNoKind(kindHeader !== undefined, kindHeader, "Densewire-Kind");
   const dtypeHeader = getHeader(headers, "Densewire-Dtype");
   if (dtypeHeader === undefined) {
     throw new DensewireError("invalid_field", "missing header (the dtype of the body)", { field: "Densewire-Dtype" });

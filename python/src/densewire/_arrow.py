@@ -12,7 +12,7 @@ import numpy as np
 
 from ._errors import InvalidFieldError, MalformedError, TruncatedError, UnknownDtypeError
 from ._coerce import as_embeddings
-from ._tensor import DTYPES, Embeddings, Tensor, Usage, row_bytes, storage_dtype
+from ._tensor import DTYPES, Embeddings, Tensor, Usage, check_no_kind, row_bytes, storage_dtype
 
 __all__ = ["encode_arrow", "decode_arrow"]
 
@@ -90,6 +90,7 @@ def read_stream(pa, body, meaning):
 
 def _embeddings(pa, schema, batches) -> Embeddings:
     meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
+    check_no_kind(meta, "densewire.kind")
     if "embedding" not in schema.names:
         raise InvalidFieldError("the stream has no 'embedding' column", field="embedding")
     field = schema.field("embedding")

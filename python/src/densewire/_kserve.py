@@ -240,8 +240,9 @@ def decode_kserve(body, headers: Mapping[str, str] | None = None) -> KServeRespo
         if not isinstance(params, dict):
             raise InvalidFieldError(f"must be an object, not {_type_name(params)}", field=f"{f}.parameters")
         size = params.get("binary_data_size")
-        if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
-            raise InvalidFieldError(f"must be a non-negative integer, not {orjson.dumps(size).decode()[:40]}",
+        # SPEC.md 19.3: an integer from 0 to 2^53 - 1; nothing past it is capped or cut to fit
+        if size is not None and (not isinstance(size, int) or isinstance(size, bool) or not 0 <= size < 1 << 53):
+            raise InvalidFieldError(f"must be an integer from 0 to 2^53 - 1, not {(str(size) if isinstance(size, int) else orjson.dumps(size).decode())[:40]}",
                                     field=f"{f}.parameters.binary_data_size")
         datatype = kserve_datatype(o["datatype"], f"{f}.datatype")
         shape = _shape(o.get("shape"), f"{f}.shape", datatype != "BYTES")

@@ -12,7 +12,7 @@ import struct
 
 from ._errors import InvalidFieldError, MalformedError, TruncatedError
 from ._coerce import as_embeddings
-from ._tensor import Embeddings, Tensor, Usage, check_dtype
+from ._tensor import Embeddings, Tensor, Usage, check_dtype, check_no_kind
 
 __all__ = ["encode_msgpack", "decode_msgpack"]
 
@@ -173,6 +173,7 @@ def nd_shape(doc: dict) -> list[int]:
 def decode_msgpack(body) -> Embeddings:
     """Decode the map; ``tensor.array`` is a read-only view over ``body``."""
     doc = read_top_map(body)
+    check_no_kind(doc, "kind")
     dtype = doc.get("dtype")
     if dtype is None:
         raise InvalidFieldError("missing", field="dtype")

@@ -193,15 +193,17 @@ def decode_json_kind(body, kind: str) -> Embeddings:
     if dims is None:
         raise InvalidFieldError(f"a {kind} response must say its dimensions", field="dimensions")
     d = _count(dims, "dimensions") if kind == "ragged" else check_vocab_size(dims, "dimensions")
-    placed = place_by_index(data)
     model = doc.get("model")
     if model is not None and not isinstance(model, str):
         raise InvalidFieldError("must be a string", field="model")
     usage = Usage.parse(doc.get("usage"))
+    # SPEC.md 20.3: every index first, then the items in the order of data (by position), placed by index
+    order = [pos for pos, _ in place_by_index(data)]
     if kind == "ragged":
-        mats = [_ragged_item(pos, item, dtype, byteorder, d) for pos, item in placed]
-        return Embeddings(RaggedTensor.from_arrays([m.array for m in mats], dtype, d), model, usage)
-    pairs = [_sparse_item(pos, item, dtype, byteorder, d) for pos, item in placed]
+        mats = [_ragged_item(pos, item, dtype, byteorder, d) for pos, item in enumerate(data)]
+        return Embeddings(RaggedTensor.from_arrays([mats[pos].array for pos in order], dtype, d), model, usage)
+    by_pos = [_sparse_item(pos, item, dtype, byteorder, d) for pos, item in enumerate(data)]
+    pairs = [by_pos[pos] for pos in order]
     offsets = np.concatenate([[0], np.cumsum([p[0].size for p in pairs], dtype=np.int64)])
     indices = np.concatenate([p[0] for p in pairs]) if pairs else np.empty(0, "<u4")
     values = np.concatenate([p[1] for p in pairs]) if pairs else np.empty(0, storage_dtype(dtype))

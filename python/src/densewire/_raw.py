@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from ._errors import InvalidFieldError
 from ._coerce import as_embeddings
-from ._tensor import Embeddings, Tensor, Usage, check_dtype
+from ._tensor import Embeddings, Tensor, Usage, check_dtype, check_no_kind
 
 __all__ = ["encode_raw", "decode_raw"]
 
@@ -30,6 +30,7 @@ def encode_raw(emb: Embeddings | Tensor) -> tuple[bytes | memoryview, dict[str, 
 def decode_raw(body, headers: Mapping[str, str]) -> Embeddings:
     """A zero-copy view over ``body`` described by ``headers`` (names are case-insensitive)."""
     h = {k.lower(): v for k, v in headers.items()}
+    check_no_kind(h, "densewire-kind", "Densewire-Kind")
     if "densewire-dtype" not in h:
         raise InvalidFieldError("header missing", field="Densewire-Dtype")
     dtype = check_dtype(h["densewire-dtype"].strip(), field="Densewire-Dtype")

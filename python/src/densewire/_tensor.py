@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -9,7 +10,8 @@ import numpy as np
 
 from ._errors import InvalidFieldError, LengthMismatchError, UnknownDtypeError
 
-__all__ = ["DTYPES", "Tensor", "Usage", "Embeddings", "row_bytes", "check_dtype", "check_byteorder", "widen"]
+__all__ = ["DTYPES", "Tensor", "Usage", "Embeddings", "row_bytes", "check_dtype", "check_byteorder", "check_no_kind",
+           "widen"]
 
 #: dtype name -> numpy storage dtype (little-endian); bfloat16 is stored as its uint16 bits and
 #: binary as packed bytes, ceil(d / 8) per row.
@@ -35,6 +37,13 @@ def check_dtype(name: object, field: str = "dtype") -> str:
     if name not in _STORAGE:
         raise UnknownDtypeError(f"unknown dtype {name!r}; expected one of {', '.join(DTYPES)}", field=field)
     return name
+
+
+def check_no_kind(doc: Mapping, key: str, field: str | None = None) -> None:
+    """SPEC.md 20: a tensor body says no kind: ``doc`` (a parsed body, headers or metadata) has no ``key``."""
+    if key in doc:
+        raise InvalidFieldError(f"a tensor body says no kind, this one says {doc[key]!r}: decode it as that kind "
+                                "(decode(..., kind=...))", field=field or key)
 
 
 def check_byteorder(name: object, field: str = "byteorder") -> str:

@@ -253,12 +253,13 @@ module Densewire
         name = fb.string(f, 0)
         raise MalformedError.new("column #{k}'s name is not valid UTF-8", field: "columns[#{k}]") if name && !name.valid_encoding?
       end
+      meta = fb.key_values(schema, 2)
+      Dtype.check_no_kind!(meta, "densewire.kind")
       unless fields.size == 1 && fb.string(fields[0], 0) == "embedding"
         raise InvalidFieldError.new("the schema must have the one column \"embedding\"", field: "embedding")
       end
 
       field = fields[0]
-      meta = fb.key_values(schema, 2)
       field_meta = fb.key_values(field, 6)
       type_id = fb.scalar(field, 2, "C", 0)
       type = fb.table(field, 3)

@@ -49,6 +49,15 @@ module Densewire
       name
     end
 
+    # SPEC.md 20: a tensor body says no kind. +fields+ (the parsed body, its headers or metadata) must
+    # not have +key+, whatever its value.
+    def check_no_kind!(fields, key)
+      return unless fields.key?(key)
+
+      raise InvalidFieldError.new("a tensor body says no kind, this one says #{fields[key].inspect}: decode it as that kind",
+                                  field: key)
+    end
+
     def check_byteorder!(byteorder, field: "byteorder")
       name = byteorder.is_a?(Symbol) ? byteorder.to_s : byteorder
       unless BYTEORDERS.include?(name)

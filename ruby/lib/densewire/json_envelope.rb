@@ -117,6 +117,7 @@ module Densewire
     def decode_doc(doc, cut_rows)
       raise MalformedError.new("the response is not a JSON object") unless doc.is_a?(Hash)
 
+      Dtype.check_no_kind!(doc, "kind")
       data = doc["data"]
       raise InvalidFieldError.new("missing or not an array", field: "data") unless data.is_a?(Array)
 

@@ -131,7 +131,7 @@ module Densewire
         raise InvalidFieldError.new("must be an object, got #{kind(params)}", field: "#{f}.parameters") unless params.is_a?(Hash)
 
         size = params["binary_data_size"]
-        unless size.nil? || (size.is_a?(Integer) && size >= 0)
+        unless size.nil? || (size.is_a?(Integer) && size >= 0 && size < 2**53) # SPEC.md 19.3: 0 to 2^53 - 1
           raise InvalidFieldError.new("must be a non-negative integer, got #{size.inspect[0, 40]}", field: "#{f}.parameters.binary_data_size")
         end
         raise unknown_datatype(datatype, "#{f}.datatype") unless datatype == "BYTES" || DATATYPES.key?(datatype)

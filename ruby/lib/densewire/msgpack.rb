@@ -45,7 +45,9 @@ module Densewire
     # Decodes a body into Embeddings (model and usage nil when absent). Keys may come in any order,
     # integers in any width; unknown keys are skipped.
     def decode(body)
-      embeddings_of(read_fields(body))
+      fields = read_fields(body)
+      Dtype.check_no_kind!(fields, "kind")
+      embeddings_of(fields)
     end
 
     # The body's map (str keys) with section 8's structural errors: also read by Densewire::Kinds.

@@ -153,6 +153,8 @@ module Densewire
         %("kind":"#{t.kind}","dtype":"#{t.dtype}","byteorder":"#{byteorder}","dimensions":#{t.shape[1]}})
     end
 
+    # SPEC.md 20.3's order: the envelope's keys (kind, data, dtype, byteorder, dimensions, model, usage),
+    # every item's index, then each item in the order of data (by position), in full before the next.
     def decode_json(text, kind:)
       JSONEnvelope.check_utf8!(text)
       doc = JSONEnvelope.parse(text)
@@ -162,20 +164,26 @@ module Densewire
       data = doc["data"]
       raise InvalidFieldError.new("missing or not an array", field: "data") unless data.is_a?(Array)
 
+      dtype = if !doc.key?("dtype") then "float32"
+              elsif kind == "ragged" then Dtype.check!(doc["dtype"])
+              else sparse_dtype!(doc["dtype"])
+              end
       byteorder = doc.key?("byteorder") ? Dtype.check_byteorder!(doc["byteorder"]) : "little"
       dims = doc["dimensions"]
       raise InvalidFieldError.new("required for #{kind} tensors, a non-negative integer", field: "dimensions") unless dims.is_a?(Integer) && dims >= 0
 
-      placed = JSONEnvelope.place_rows(data)
-      model = doc["model"].is_a?(String) ? doc["model"] : nil
+      vocabulary!(dims, "dimensions") if kind == "sparse"
+      model = doc["model"]
+      raise InvalidFieldError.new("must be a string", field: "model") unless model.nil? || model.is_a?(String)
+
       usage = Usage.parse(doc["usage"])
-      kind == "ragged" ? ragged_json(doc, data, placed, dims, byteorder, model, usage) : sparse_json(doc, data, placed, dims, byteorder, model, usage)
+      placed = JSONEnvelope.place_rows(data)
+      kind == "ragged" ? ragged_json(data, placed, dtype, dims, byteorder, model, usage) : sparse_json(data, placed, dtype, dims, byteorder, model, usage)
     end
 
-    def ragged_json(doc, data, placed, d, byteorder, model, usage)
-      dtype = doc.key?("dtype") ? Dtype.check!(doc["dtype"]) : "float32"
+    def ragged_json(data, placed, dtype, d, byteorder, model, usage)
       rb = Dtype.row_bytes(dtype, d)
-      parts = Array.new(data.size)
+      rows = Array.new(data.size)
       data.each_with_index do |item, i|
         f = "data[#{i}]"
         shape = item["shape"]
@@ -189,31 +197,24 @@ module Densewire
         raise InvalidFieldError.new("must be a Base64 string or an array of rows", field: "#{f}.embedding") unless emb.is_a?(String) || emb.is_a?(Array)
         raise ShapeMismatchError.new("#{shape.inspect} but #{emb.size} rows", field: "#{f}.shape") if emb.is_a?(Array) && shape && emb.size != shape[0]
 
-        parts[placed[i]] = [item, i, emb.is_a?(String) ? shape[0] : emb.size]
-      end
-      counts = parts.map { |p| p[2] }
-      offsets = counts.each_with_object([0]) { |c, o| o << (o[-1] + c) }
-      rows = parts.map do |item, i, m|
-        emb = item["embedding"]
-        f = "data[#{i}].embedding"
-        if emb.is_a?(String)
-          bytes = Base64.decode_bytes(emb, field: f)
-          Dtype.check_length!(bytes.bytesize, m * rb, field: f)
-          byteorder == "big" ? Dtype.swap(bytes, dtype) : bytes
-        else
-          emb.each_with_index.map do |row, r|
-            raise ShapeMismatchError.new("must be an array of #{Dtype.row_items(dtype, d)} items", field: "#{f}[#{r}]") unless row.is_a?(Array)
+        f = "#{f}.embedding"
+        rows[placed[i]] = if emb.is_a?(String)
+                            bytes = Base64.decode_bytes(emb, field: f)
+                            Dtype.check_length!(bytes.bytesize, shape[0] * rb, field: f)
+                            [byteorder == "big" ? Dtype.swap(bytes, dtype) : bytes, shape[0]]
+                          else
+                            [emb.each_with_index.map do |row, r|
+                              raise ShapeMismatchError.new("must be an array of #{Dtype.row_items(dtype, d)} items", field: "#{f}[#{r}]") unless row.is_a?(Array)
 
-            JSONEnvelope.number_row(row, dtype, d, "#{f}[#{r}]")
-          end.join
-        end
+                              JSONEnvelope.number_row(row, dtype, d, "#{f}[#{r}]")
+                            end.join, emb.size]
+                          end
       end
-      RaggedTensor.new(rows.join.b, dtype: dtype, d: d, offsets: offsets, model: model, usage: usage)
+      offsets = rows.each_with_object([0]) { |(_, m), o| o << (o[-1] + m) }
+      RaggedTensor.new(rows.map(&:first).join.b, dtype: dtype, d: d, offsets: offsets, model: model, usage: usage)
     end
 
-    def sparse_json(doc, data, placed, v, byteorder, model, usage)
-      vocabulary!(v, "dimensions")
-      dtype = doc.key?("dtype") ? sparse_dtype!(doc["dtype"]) : "float32"
+    def sparse_json(data, placed, dtype, v, byteorder, model, usage)
       size = Dtype.item_bytes(dtype)
       parts = Array.new(data.size)
       data.each_with_index do |item, i|
@@ -224,14 +225,6 @@ module Densewire
         raise InvalidFieldError.new("must be a Base64 string or an array", field: "#{f}.indices") unless ind.is_a?(String) || ind.is_a?(Array)
         raise InvalidFieldError.new("must be of the kind of indices", field: "#{f}.values") unless val.instance_of?(ind.class)
 
-        parts[placed[i]] = [item, i]
-      end
-      indices = []
-      values = []
-      offsets = [0]
-      parts.each do |item, i|
-        f = "data[#{i}]"
-        ind, val, nnz = item["indices"], item["values"], item["nnz"]
         if ind.is_a?(String)
           ib = Base64.decode_bytes(ind, field: "#{f}.indices")
           Dtype.check_length!(ib.bytesize, 4 * nnz, field: "#{f}.indices")
@@ -250,11 +243,11 @@ module Densewire
           vec = ind
         end
         check_indices!(vec, [0, vec.size], v) { |j| "#{f}.indices[#{j}]" }
-        indices.concat(vec)
-        values << vb
-        offsets << (offsets[-1] + vec.size)
+        parts[placed[i]] = [vec, vb]
       end
-      SparseTensor.new(values.join.b, dtype: dtype, vocabulary: v, offsets: offsets, indices: indices, model: model, usage: usage)
+      offsets = parts.each_with_object([0]) { |(vec, _), o| o << (o[-1] + vec.size) }
+      SparseTensor.new(parts.map(&:last).join.b, dtype: dtype, vocabulary: v, offsets: offsets, indices: parts.flat_map(&:first),
+                                                 model: model, usage: usage)
     end
   end
 end

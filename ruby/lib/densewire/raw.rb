@@ -39,6 +39,8 @@ module Densewire
     # case-insensitive names, such as a Net::HTTPResponse. Returns Embeddings.
     def decode(body, headers)
       get = header_reader(headers)
+      kind = get.call("Densewire-Kind")
+      Dtype.check_no_kind!({ "Densewire-Kind" => kind }.compact, "Densewire-Kind")
       dtype_name = get.call("Densewire-Dtype")
       raise InvalidFieldError.new("missing header", field: "Densewire-Dtype") if dtype_name.nil?
 

@@ -307,6 +307,7 @@ struct Response<'a> {
     byteorder: Loose<Cow<'a, str>>,
     dimensions: Loose<u64>,
     quantization: Loose<Cow<'a, str>>,
+    kind: bool,
     not_an_object: bool,
 }
 
@@ -329,6 +330,10 @@ impl<'de> de::Deserialize<'de> for Response<'de> {
                         "byteorder" => r.byteorder = map.next_value::<LooseStr>()?.0,
                         "dimensions" => r.dimensions = map.next_value::<LooseU64>()?.0,
                         "quantization" => r.quantization = map.next_value::<LooseStr>()?.0,
+                        "kind" => {
+                            map.next_value::<IgnoredAny>()?;
+                            r.kind = true;
+                        }
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -398,6 +403,9 @@ pub fn decode_json(text: &[u8]) -> Result<Embeddings> {
     let r: Response<'_> = serde_json::from_slice(text).map_err(|e| json_error(text, &e))?;
     if r.not_an_object {
         return Err(err(ErrorKind::Malformed, "the JSON body is not an object").at(0));
+    }
+    if r.kind {
+        return Err(crate::ragged::no_kind("kind"));
     }
     let dtype = match r.dtype {
         Loose::Absent | Loose::Null => DType::Float32,

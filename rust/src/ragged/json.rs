@@ -21,14 +21,15 @@ fn invalid(field: impl Into<Cow<'static, str>>, message: impl Into<Cow<'static, 
     err(ErrorKind::InvalidField, message).field(field)
 }
 
-/// The parts of section 6.2 both kinds share, checked in order: kind, dtype, byteorder, dimensions, data.
+/// The envelope both kinds share, checked in SPEC.md 20.3's order: kind, data, dtype, byteorder,
+/// dimensions, model, usage (then every item's index, then each item by position, in full).
 struct Head<'a> {
     dtype: DType,
     order: ByteOrder,
     dims: u64,
     data: Vec<&'a RawValue>,
     model: Option<String>,
-    top: Top<'a>,
+    usage: Option<Usage>,
 }
 
 fn value(raw: &RawValue) -> Result<Value> {
@@ -44,11 +45,18 @@ fn head<'a>(text: &'a [u8], kind: &str) -> Result<Head<'a>> {
     let string = |k: &str| -> Result<Option<Value>> { top.get(k).map(|r| value(r)).transpose() };
     let kind_value = string("kind")?;
     check_kind(kind_value.as_ref().map(|v| v.as_str().unwrap_or("(not a string)")), kind, "kind")?;
+    let data: Vec<&RawValue> = match top.get("data") {
+        None => return Err(invalid("data", "data is missing")),
+        Some(raw) => serde_json::from_str(raw.get()).map_err(|_| invalid("data", "data is not an array"))?,
+    };
     let dtype = match string("dtype")? {
         None | Some(Value::Null) => DType::Float32,
         Some(Value::String(s)) => DType::from_name(&s).map_err(|e| e.or_field("dtype"))?,
         Some(_) => return Err(invalid("dtype", "dtype is not a string")),
     };
+    if kind == "sparse" {
+        check_values_dtype(dtype, "dtype")?;
+    }
     let order = match string("byteorder")? {
         None | Some(Value::Null) => ByteOrder::Little,
         Some(Value::String(s)) => ByteOrder::from_name(&s).map_err(|e| e.or_field("byteorder"))?,
@@ -57,15 +65,23 @@ fn head<'a>(text: &'a [u8], kind: &str) -> Result<Head<'a>> {
     let dims = string("dimensions")?.and_then(|v| v.as_u64()).ok_or_else(|| {
         invalid("dimensions", format!("dimensions is required for a {kind} response: a non-negative integer"))
     })?;
-    let data: Vec<&RawValue> = match top.get("data") {
-        None => return Err(invalid("data", "data is missing")),
-        Some(raw) => serde_json::from_str(raw.get()).map_err(|_| invalid("data", "data is not an array"))?,
-    };
+    if kind == "sparse" {
+        super::check_vocab(dims, "dimensions")?;
+    }
     let model = match string("model")? {
+        None | Some(Value::Null) => None,
         Some(Value::String(m)) => Some(m),
-        _ => None,
+        Some(_) => return Err(invalid("model", "model is not a string")),
     };
-    Ok(Head { dtype, order, dims, data, model, top })
+    let usage = Usage::from_json(top.get("usage").copied())?;
+    Ok(Head { dtype, order, dims, data, model, usage })
+}
+
+/// Every item of `data` as an object with its `index` (section 6.2's rules), in the order of `data`:
+/// all of them before any item's contents (SPEC.md 20.3).
+fn placed(data: &[&RawValue]) -> Result<Vec<(serde_json::Map<String, Value>, usize)>> {
+    let mut seen = vec![false; data.len()];
+    data.iter().enumerate().map(|(i, raw)| item_at(raw, i, &mut seen)).collect()
 }
 
 /// Item `i` of `data` as an object, and its `index` checked (section 6.2's rule) against `seen`.
@@ -89,10 +105,6 @@ fn item_at(raw: &RawValue, i: usize, seen: &mut [bool]) -> Result<(serde_json::M
     Ok((item, k as usize))
 }
 
-fn usage(head: &Head<'_>) -> Result<Option<Usage>> {
-    Usage::from_json(head.top.get("usage").copied())
-}
-
 fn base64_part(s: &str, want: usize, order: ByteOrder, item: usize, field: String) -> Result<Vec<u8>> {
     let mut bytes = decode_base64(s).map_err(|e| e.field(field.clone()))?;
     if bytes.len() != want {
@@ -111,10 +123,8 @@ pub fn decode_ragged_json(text: &[u8]) -> Result<RaggedEmbeddings> {
     let h = head(text, "ragged")?;
     let d = usize::try_from(h.dims).map_err(|_| invalid("dimensions", "dimensions is too large"))?;
     let rb = h.dtype.row_bytes(d).ok_or_else(|| invalid("dimensions", "dimensions is too large"))?;
-    let mut seen = vec![false; h.data.len()];
     let mut parts: Vec<(usize, Vec<u8>)> = vec![(0, Vec::new()); h.data.len()];
-    for (i, raw) in h.data.iter().enumerate() {
-        let (item, k) = item_at(raw, i, &mut seen)?;
+    for (i, (item, k)) in placed(&h.data)?.into_iter().enumerate() {
         let sfield = || format!("data[{i}].shape");
         let shape = match item.get("shape") {
             None | Some(Value::Null) => None,
@@ -156,9 +166,10 @@ pub fn decode_ragged_json(text: &[u8]) -> Result<RaggedEmbeddings> {
                     };
                     let slot = &mut buf[r * rb..(r + 1) * rb];
                     for (k, x) in row.iter().enumerate() {
-                        let x = x.as_f64().unwrap_or(f64::NAN);
-                        put_number(h.dtype, x, slot, k)
-                            .map_err(|what| invalid(format!("data[{i}].embedding[{r}][{k}]"), what))?;
+                        let ifield = || format!("data[{i}].embedding[{r}][{k}]");
+                        // a boolean or null is no number (it must not become a NaN)
+                        let x = x.as_f64().ok_or_else(|| invalid(ifield(), "an item is not a number"))?;
+                        put_number(h.dtype, x, slot, k).map_err(|what| invalid(ifield(), what))?;
                     }
                 }
                 parts[k] = (rows.len(), buf);
@@ -175,20 +186,15 @@ pub fn decode_ragged_json(text: &[u8]) -> Result<RaggedEmbeddings> {
     }
     let n = *offsets.last().unwrap() as usize;
     let tensor = Tensor::new(h.dtype, n, d, aligned_copy(&rows))?.with_clear_padding_bits();
-    let usage = usage(&h)?;
-    Ok(Batch { tensor: RaggedTensor { offsets, rows: tensor }, model: h.model, usage })
+    Ok(Batch { tensor: RaggedTensor { offsets, rows: tensor }, model: h.model, usage: h.usage })
 }
 
 /// Decodes a sparse JSON response (SPEC.md 20.3).
 pub fn decode_sparse_json(text: &[u8]) -> Result<SparseEmbeddings> {
     let h = head(text, "sparse")?;
-    check_values_dtype(h.dtype, "dtype")?;
-    super::check_vocab(h.dims, "dimensions")?;
     let item_bytes = h.dtype.item_bytes();
-    let mut seen = vec![false; h.data.len()];
     let mut parts: Vec<(Vec<u8>, Vec<u8>)> = vec![(Vec::new(), Vec::new()); h.data.len()];
-    for (i, raw) in h.data.iter().enumerate() {
-        let (item, k) = item_at(raw, i, &mut seen)?;
+    for (i, (item, k)) in placed(&h.data)?.into_iter().enumerate() {
         let field = |k: &str| format!("data[{i}].{k}");
         let nnz = match item.get("nnz") {
             None | Some(Value::Null) => None,
@@ -222,8 +228,9 @@ pub fn decode_sparse_json(text: &[u8]) -> Result<SparseEmbeddings> {
                 }
                 let mut vals = vec![0u8; av.len() * item_bytes];
                 for (j, x) in av.iter().enumerate() {
-                    put_number(h.dtype, x.as_f64().unwrap_or(f64::NAN), &mut vals, j)
-                        .map_err(|what| invalid(format!("data[{i}].values[{j}]"), what))?;
+                    let vfield = || format!("data[{i}].values[{j}]");
+                    let x = x.as_f64().ok_or_else(|| invalid(vfield(), "a value is not a number"))?;
+                    put_number(h.dtype, x, &mut vals, j).map_err(|what| invalid(vfield(), what))?;
                 }
                 (idx, vals)
             }
@@ -256,7 +263,7 @@ pub fn decode_sparse_json(text: &[u8]) -> Result<SparseEmbeddings> {
     }
     let k = idx.len() / 4;
     let values = Tensor::new(h.dtype, 1, k, aligned_copy(&vals))?;
-    let usage = usage(&h)?;
+    let usage = h.usage;
     let tensor = SparseTensor { vocab: h.dims, offsets, indices: aligned_copy(&idx), values };
     Ok(Batch { tensor, model: h.model, usage })
 }

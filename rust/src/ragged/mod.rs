@@ -342,6 +342,16 @@ pub(crate) fn check_kind(got: Option<&str>, want: &str, field: &'static str) -> 
     }
 }
 
+/// SPEC.md 20: a tensor body says no kind; the error of a tensor decoder given a body with the marker
+/// `field` (`kind`, `Densewire-Kind`, `densewire.kind`), whatever its value.
+pub(crate) fn no_kind(field: &'static str) -> Error {
+    err(
+        ErrorKind::InvalidField,
+        format!("a tensor body says no kind, this one has {field}: decode it with the ragged or sparse decoder"),
+    )
+    .field(field)
+}
+
 /// `V` from 1 to 2^32, else `invalid_field` on `field`.
 pub(crate) fn check_vocab(v: u64, field: &'static str) -> Result<()> {
     if (1..=MAX_VOCABULARY).contains(&v) {

@@ -235,8 +235,8 @@ def parse_http_infer(body: bytes, headers: Mapping[str, str], *, max_inputs: int
         elements = offsets = None
         if size is not None:
             sfield = f"{f}.parameters.binary_data_size"
-            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-                raise InvalidFieldError("must be a non-negative integer", field=sfield)
+            if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size < 1 << 53:  # SPEC.md 19.3
+                raise InvalidFieldError("must be an integer from 0 to 2^53 - 1", field=sfield)
             if "data" in o:
                 raise InvalidFieldError("has both data and parameters.binary_data_size", field=f"{f}.data")
             if size > len(view) - pos:

@@ -155,6 +155,7 @@ public final class MsgpackCodec {
         if (r.pos != r.end) {
             throw DensewireException.at(Category.MALFORMED, r.pos - offset, (r.end - r.pos) + " bytes after the map");
         }
+        Ragged.checkNoKind(doc.containsKey("kind"), doc.get("kind"), "kind");
         Object dtypeValue = doc.get("dtype");
         if (!(dtypeValue instanceof String)) {
             throw DensewireException.on(Category.INVALID_FIELD, "dtype", dtypeValue == null ? "missing" : "must be a str");

@@ -23,6 +23,17 @@ public final class Ragged {
         }
     }
 
+    /**
+     * SPEC.md 20: a tensor body says no kind. {@code present} is whether the body has the marker {@code field}
+     * ({@code kind}, {@code Densewire-Kind}, {@code densewire.kind}), whatever its value.
+     */
+    public static void checkNoKind(boolean present, Object value, String field) {
+        if (present) {
+            throw new DensewireException(Category.INVALID_FIELD, "a tensor body says no kind, this one says " + value
+                    + ": decode it with the ragged or sparse decoder", -1, field);
+        }
+    }
+
     /** {@code V} from 1 to 2^32: {@code invalid_field} on {@code field} otherwise. */
     public static void checkVocabulary(long v, String field) {
         if (v < 1 || v > SparseTensor.MAX_VOCABULARY) {

@@ -69,6 +69,8 @@ public final class RawCodec {
      * {@code java.net.http.HttpHeaders} does), or null when absent. The tensor wraps {@code body} without copying.
      */
     public static Embeddings decode(Function<String, String> header, ByteBuffer body) {
+        String kind = header.apply(RaggedRaw.KIND);
+        Ragged.checkNoKind(kind != null, kind, RaggedRaw.KIND);
         String dtypeName = header.apply(DTYPE);
         if (dtypeName == null) {
             throw DensewireException.on(Category.INVALID_FIELD, DTYPE, "header is missing");

@@ -4,6 +4,7 @@ import dev.densewire.DensewireException;
 import dev.densewire.DensewireException.Category;
 import dev.densewire.Dtype;
 import dev.densewire.Embeddings;
+import dev.densewire.Ragged;
 import dev.densewire.Tensor;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -58,9 +59,10 @@ public final class ArrowCodec {
                 throw failure(body, in, e, "cannot read the Arrow schema");
             }
             Schema schema = root.getSchema();
+            Map<String, String> meta = schema.getCustomMetadata() == null ? Map.of() : schema.getCustomMetadata();
+            Ragged.checkNoKind(meta.containsKey("densewire.kind"), meta.get("densewire.kind"), "densewire.kind");
             Field field = schema.getFields().stream().filter(f -> "embedding".equals(f.getName())).findFirst()
                     .orElseThrow(() -> new DensewireException(Category.INVALID_FIELD, "no column named embedding", -1, "embedding"));
-            Map<String, String> meta = schema.getCustomMetadata() == null ? Map.of() : schema.getCustomMetadata();
             Dtype dtype = dtypeOf(field, meta);
             long d = dimsOf(field, meta, dtype);
             int rowBytes = (int) dtype.rowBytes(d);

@@ -86,6 +86,15 @@ public final class EmbeddingsResponse {
     /** The quantization id of an int8/uint8 response (SPEC.md 17.5): a string when present. */
     @JsonProperty("quantization")
     public JsonNode quantization;
+    /** SPEC.md 20: a tensor body says no kind; set when the body has the key, whatever its value (null too). */
+    private JsonNode kind;
+    private boolean hasKind;
+
+    @JsonProperty("kind")
+    void setKind(JsonNode value) {
+        kind = value;
+        hasKind = true;
+    }
 
     /**
      * The decoded tensor with model and usage.
@@ -94,6 +103,10 @@ public final class EmbeddingsResponse {
      *     on {@code data[1].embedding})
      */
     public Embeddings toEmbeddings() {
+        if (hasKind) {
+            throw new DensewireException(Category.INVALID_FIELD, "a tensor body says no kind, this one says " + kind
+                    + ": decode it with the ragged or sparse decoder", -1, "kind");
+        }
         if (data == null) {
             throw new DensewireException(Category.INVALID_FIELD, "missing or not an array", -1, "data");
         }

@@ -267,10 +267,12 @@ public final class Kserve {
         }
         JsonNode size = s.parameters.get("binary_data_size");
         if (size != null && !size.isNull()) {
-            if (!size.isIntegralNumber() || size.bigIntegerValue().signum() < 0) {
-                throw invalid(s.field + ".parameters.binary_data_size", "must be a non-negative integer, not " + size);
+            // SPEC.md 19.3: an integer from 0 to 2^53 - 1; nothing past it is capped or cut to fit
+            if (!size.isIntegralNumber() || size.bigIntegerValue().signum() < 0
+                    || size.bigIntegerValue().bitLength() > 53) {
+                throw invalid(s.field + ".parameters.binary_data_size", "must be an integer from 0 to 2^53 - 1, not " + size);
             }
-            s.size = size.canConvertToLong() ? size.longValue() : Long.MAX_VALUE;
+            s.size = size.longValue();
         }
         s.dtype = dtypeOf(s.datatype, s.field + ".datatype");
         JsonNode shape = o.get("shape");

@@ -50,6 +50,9 @@ public final class RaggedJson {
         Endianness order;
         long dims;
         JsonNode data;
+        String model;
+        Embeddings.Usage usage;
+        int[] index; // data[i]'s index
     }
 
     private static Head head(byte[] json, String kind) {
@@ -67,13 +70,22 @@ public final class RaggedJson {
         }
         Head h = new Head();
         h.doc = (ObjectNode) doc;
+        // SPEC.md 20.3's order: kind, data, dtype, byteorder, dimensions, model, usage (then every index,
+        // then each item by position, in full)
         JsonNode k = doc.get("kind");
         Ragged.checkKind(k == null ? null : k.isTextual() ? k.textValue() : k.toString(), kind, "kind");
+        h.data = doc.get("data");
+        if (h.data == null || !h.data.isArray()) {
+            throw invalid("data", "missing or not an array");
+        }
         JsonNode dt = doc.get("dtype");
         if (dt != null && !dt.isNull() && !dt.isTextual()) {
             throw invalid("dtype", "must be a string");
         }
         h.dtype = dt == null || dt.isNull() ? Dtype.FLOAT32 : Dtype.fromWireName(dt.textValue());
+        if (kind.equals("sparse")) {
+            Ragged.checkValuesDtype(h.dtype, "dtype");
+        }
         JsonNode bo = doc.get("byteorder");
         if (bo != null && !bo.isNull() && !bo.isTextual()) {
             throw invalid("byteorder", "must be a string");
@@ -84,9 +96,19 @@ public final class RaggedJson {
             throw invalid("dimensions", "required for a " + kind + " response: a non-negative integer");
         }
         h.dims = dims.longValue();
-        h.data = doc.get("data");
-        if (h.data == null || !h.data.isArray()) {
-            throw invalid("data", "missing or not an array");
+        if (kind.equals("sparse")) {
+            Ragged.checkVocabulary(h.dims, "dimensions");
+        }
+        JsonNode m = doc.get("model");
+        if (m != null && !m.isNull() && !m.isTextual()) {
+            throw invalid("model", "must be a string");
+        }
+        h.model = m != null && m.isTextual() ? m.textValue() : null;
+        h.usage = usage(h);
+        boolean[] seen = new boolean[h.data.size()];
+        h.index = new int[h.data.size()];
+        for (int i = 0; i < h.index.length; i++) {
+            h.index[i] = index(h.data.get(i), i, seen);
         }
         return h;
     }
@@ -128,9 +150,9 @@ public final class RaggedJson {
         }
     }
 
-    private static String model(Head h) {
-        JsonNode m = h.doc.get("model");
-        return m != null && m.isTextual() ? m.textValue() : null;
+    /** {@code count * width}, or Long.MAX_VALUE past it: a byte count no text decodes to. */
+    private static long saturated(long count, long width) {
+        return width != 0 && count > Long.MAX_VALUE / width ? Long.MAX_VALUE : count * width;
     }
 
     /** A Base64 part of exactly {@code want} bytes, swapped to little-endian from {@code order}. */
@@ -165,12 +187,11 @@ public final class RaggedJson {
             throw invalid("dimensions", "too large");
         }
         int n = h.data.size();
-        boolean[] seen = new boolean[n];
         byte[][] parts = new byte[n][];
         int[] counts = new int[n];
         for (int i = 0; i < n; i++) {
             JsonNode item = h.data.get(i);
-            int k = index(item, i, seen);
+            int k = h.index[i];
             String sf = "data[" + i + "].shape";
             String ef = "data[" + i + "].embedding";
             JsonNode s = item.get("shape");
@@ -190,7 +211,7 @@ public final class RaggedJson {
                 if (m < 0) {
                     throw invalid(sf, "required for a Base64 item");
                 }
-                parts[k] = base64(e.textValue(), m * rb, h.order, h.dtype.itemBytes(), ef);
+                parts[k] = base64(e.textValue(), saturated(m, rb), h.order, h.dtype.itemBytes(), ef);
                 counts[k] = (int) m;
             } else if (e != null && e.isArray()) {
                 if (m >= 0 && m != e.size()) {
@@ -225,23 +246,19 @@ public final class RaggedJson {
             rows.write(parts[k], 0, parts[k].length);
         }
         Tensor t = Tensor.of(h.dtype, offsets[n], (int) h.dims, rows.toByteArray());
-        Embeddings.Usage u = usage(h);
-        return new RaggedEmbeddings(RaggedTensor.of(offsets, t), model(h), u);
+        return new RaggedEmbeddings(RaggedTensor.of(offsets, t), h.model, h.usage);
     }
 
     /** Decodes a sparse JSON response (SPEC.md 20.3). */
     public static SparseEmbeddings decodeSparse(byte[] json) {
         Head h = head(json, "sparse");
-        Ragged.checkValuesDtype(h.dtype, "dtype");
-        Ragged.checkVocabulary(h.dims, "dimensions");
         int item = h.dtype.itemBytes();
         int n = h.data.size();
-        boolean[] seen = new boolean[n];
         byte[][] idx = new byte[n][];
         byte[][] vals = new byte[n][];
         for (int i = 0; i < n; i++) {
             JsonNode it = h.data.get(i);
-            int k = index(it, i, seen);
+            int k = h.index[i];
             String p = "data[" + i + "].";
             JsonNode nnzNode = it.get("nnz");
             long nnz = -1;
@@ -257,11 +274,9 @@ public final class RaggedJson {
                 if (nnz < 0) {
                     throw invalid(p + "nnz", "required for a Base64 item");
                 }
-                if (nnz > Integer.MAX_VALUE / 8) {
-                    throw invalid(p + "nnz", "too large");
-                }
-                idx[k] = base64(ji.textValue(), 4 * nnz, h.order, 4, p + "indices");
-                vals[k] = base64(jv.textValue(), nnz * item, h.order, item, p + "values");
+                // a count the text cannot back is its length_mismatch (the product saturates, never wraps)
+                idx[k] = base64(ji.textValue(), saturated(nnz, 4), h.order, 4, p + "indices");
+                vals[k] = base64(jv.textValue(), saturated(nnz, item), h.order, item, p + "values");
             } else if (ji != null && ji.isArray() && jv != null && jv.isArray()) {
                 ByteBuffer ib = ByteBuffer.allocate(4 * ji.size()).order(ByteOrder.LITTLE_ENDIAN);
                 for (int j = 0; j < ji.size(); j++) {
@@ -309,8 +324,7 @@ public final class RaggedJson {
         int[] indices = new int[offsets[n]];
         ByteBuffer.wrap(ib.toByteArray()).order(ByteOrder.LITTLE_ENDIAN).asIntBuffer().get(indices);
         Tensor values = Tensor.of(h.dtype, 1, offsets[n], vb.toByteArray());
-        Embeddings.Usage u = usage(h);
-        return new SparseEmbeddings(SparseTensor.of(h.dims, offsets, indices, values), model(h), u);
+        return new SparseEmbeddings(SparseTensor.of(h.dims, offsets, indices, values), h.model, h.usage);
     }
 
     // ------------------------------------------------------------------ encoding
