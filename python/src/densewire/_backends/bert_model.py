@@ -65,7 +65,10 @@ def read_pipeline(folder: Path) -> tuple[list[str], bool]:
     normalize = False
     for mod in read_json(modules_file):
         kind = str(mod.get("type", "")).rsplit(".", 1)[-1]
-        if kind == "Transformer":
+        if kind in ("Transformer", "MLMTransformer"):
+            continue
+        if kind == "SpladePooling":  # a SparseEncoder: its head and pooling are splade.py's
+            modes = ["splade"]
             continue
         if kind == "Normalize":
             normalize = True
@@ -84,7 +87,8 @@ def read_pipeline(folder: Path) -> tuple[list[str], bool]:
         else:
             raise ValueError(
                 f"{modules_file}: module type {mod.get('type')!r} is not supported by the "
-                f"built-in runtime (only Transformer, Pooling, Normalize); use 'st:{folder}'"
+                f"built-in runtime (only Transformer, Pooling, Normalize, and a SparseEncoder's MLMTransformer "
+                f"and SpladePooling); use 'st:{folder}'"
             )
     return modes or ["mean"], normalize
 

@@ -180,7 +180,7 @@ class ServerState:
 def _engine_options(cfg: ServerConfig) -> dict[str, Any]:
     """--engine, --precision, --quantize and --blas-threads (intra-op threads) for load_backend (issues 19, 26)."""
     return {"engine": cfg.engine, "precision": cfg.precision, "quantize": cfg.quantize,
-            "threads": cfg.blas_threads or None}
+            "threads": cfg.blas_threads or None, "pooling": cfg.pooling}
 
 
 def _engine_fields(e: Embedder) -> dict[str, Any]:

@@ -228,6 +228,12 @@ class Embedder:
         self.metrics.cache_entries.set(len(self.memory))
 
     # -- embedding -----------------------------------------------------------
+    def check_pooled(self) -> None:
+        """A model whose output is not pooled vectors (a SPLADE model: ``pooled = False``) is a 400
+        ``invalid_field`` on ``model`` on every route that answers them, naming where its output is."""
+        if not getattr(self.backend, "pooled", True):
+            raise self.backend._not_pooled()
+
     async def embed_texts(self, texts: list[str], dims: int | None, *, truncate: bool = True,
                           refresh: bool = False) -> tuple[np.ndarray, list[int]]:
         """``(vectors, token counts)``: float32 ``(len(texts), dims or native)`` and the untruncated
@@ -237,6 +243,7 @@ class Embedder:
         With ``truncate`` False, a text longer than the model's maximum is an ``InvalidFieldError``
         on ``input[i]`` before anything is computed. ``refresh`` rewrites every vector to Redis.
         """
+        self.check_pooled()
         d = dims or self.dimensions
         kd = dims or 0  # cache key: 0 = the model's own vectors, k = cut to k and renormalised
         if not texts:
@@ -406,6 +413,7 @@ class Embedder:
         keeping the first tokens (``side`` "right") or the last ("left"); ``(vectors, token counts,
         indexes of the texts that were cut)``. Not cached. A model without a tokenizer of its own is an
         ``InvalidFieldError`` on ``field``."""
+        self.check_pooled()
         split = getattr(self.backend, "split_tokens", None)
         if split is None and getattr(self.backend, "tokens_are_words", False):
             keep = min(limit or self.max_tokens, self.max_tokens)
@@ -444,6 +452,7 @@ class Embedder:
 
     async def embed_token_ids(self, ids: list[list[int]], dims: int | None) -> np.ndarray:
         """Embed token-id inputs (not cached: they are rare and model-specific)."""
+        self.check_pooled()
         self.metrics.cache_misses.inc(len(ids))
         loop = asyncio.get_running_loop()
         t0 = time.perf_counter()

@@ -1,0 +1,127 @@
+"""SPLADE checkpoints on the built-in engines (``_backends/splade.py``): tiny ``BertForMaskedLM`` folders the
+tests write in Hugging Face's layout and in sentence-transformers' SparseEncoder layout (``tiny_splade``),
+loaded by ``load_backend`` and run on numpy, ONNX Runtime and OpenVINO, checked against a plain float64
+forward pass written from the Hugging Face modelling code (``tiny_bert.naive_forward`` and the MLM head
+below) and against the outputs transformers and sentence-transformers recorded on the same files
+(``data/splade-reference.json``, ``data/make_splade_reference.py``)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from densewire import InvalidFieldError
+from densewire._backends.registry import load_backend
+from densewire._backends.splade import SpladeBackend
+from tiny_bert import naive_forward, write_tiny_model
+from tiny_splade import TEXTS, write_splade
+
+ENGINES = ("numpy", "onnx", "openvino")
+#: float32 engines against the float64 reference: the weights reach about 3, float32 keeps 7 digits
+TOLERANCE = 2e-5
+
+
+def naive_splade(folder: Path, ids: list[list[int]], strategy: str = "max") -> np.ndarray:
+    """SPLADE weights of token-id sequences the plain way: per sequence, the encoder in float64, the MLM
+    head (dense, erf GELU, LayerNorm, decoder tied to the word embeddings unless the file has its own),
+    ``log(1 + relu(.))`` of every token's logits, then max (or sum) over the tokens."""
+    from safetensors.numpy import load_file
+
+    w = {k: v.astype(np.float64) for k, v in load_file(str(folder / "model.safetensors")).items()}
+    decoder = w.get("cls.predictions.decoder.weight", w["bert.embeddings.word_embeddings.weight"])
+    out = []
+    for seq in ids:
+        x = naive_forward(folder, seq) @ w["cls.predictions.transform.dense.weight"].T
+        x = x + w["cls.predictions.transform.dense.bias"]
+        x = x * 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+        mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        x = (x - mu) / np.sqrt(var + 1e-12) * w["cls.predictions.transform.LayerNorm.weight"]
+        x = x + w["cls.predictions.transform.LayerNorm.bias"]
+        act = np.log1p(np.maximum(x @ decoder.T + w["cls.predictions.bias"], 0))
+        out.append(act.max(0) if strategy == "max" else act.sum(0))
+    return np.array(out)
+
+
+def _ids(backend: SpladeBackend, texts: list[str]) -> list[list[int]]:
+    return [e.ids for e in backend.encoder._tok.encode_batch(texts)]
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("splade")
+    return {"hf": write_splade(root / "hf", "hf"), "sparse-encoder": write_splade(root / "st", "sparse-encoder"),
+            "untied": write_splade(root / "untied", "hf", untied=True),
+            "sum": write_splade(root / "sum", "sparse-encoder", pooling_strategy="sum")}
+
+
+def _load(folder: Path, engine: str, **kw) -> SpladeBackend:
+    return load_backend(str(folder), engine=engine, precision="fp32", **kw)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("layout", ["hf", "sparse-encoder"])
+def test_engines_match_the_plain_forward(folders, layout, engine) -> None:
+    """A Hugging Face folder with --pooling splade, a SparseEncoder folder by itself: the same weights."""
+    backend = _load(folders[layout], engine, pooling="splade" if layout == "hf" else None)
+    assert isinstance(backend, SpladeBackend) and backend.engine == engine
+    assert backend.sparse_vocab_size == backend.dimensions == 60 and not backend.pooled
+    got = backend.sparse_weights(TEXTS)
+    want = naive_splade(folders[layout], _ids(backend, TEXTS))
+    assert np.abs(got - want).max() < TOLERANCE
+    assert ((got > 0) == (want > 1e-6)).mean() > 0.99  # the same entries are non-zero
+    assert 0 < (got > 0).sum() < got.size / 2  # sparse: most of the vocabulary is zero
+
+
+def test_embed_sparse_is_the_weights_sparsified(folders) -> None:
+    backend = _load(folders["hf"], "onnx", pooling="splade")
+    dense = backend.sparse_weights(TEXTS)
+    indices, values, nnz = backend.embed_sparse(TEXTS)
+    assert indices.dtype == np.uint32 and values.dtype == np.float32 and nnz.tolist() == (dense > 0).sum(1).tolist()
+    at = 0
+    for row, k in zip(dense, nnz):
+        assert indices[at:at + k].tolist() == np.flatnonzero(row).tolist()  # strictly ascending
+        assert np.array_equal(values[at:at + k], row[row > 0])
+        at += k
+
+
+@pytest.mark.parametrize("block_rows", [1, 3, 7])
+def test_head_blocks_give_the_same_weights(folders, block_rows) -> None:
+    """Logits computed a few token rows at a time (sequences split across blocks) pool to the same weights."""
+    whole = _load(folders["hf"], "numpy", pooling="splade").sparse_weights(TEXTS)
+    backend = SpladeBackend(load_backend(str(folders["hf"]), engine="numpy", precision="fp32"), block_rows=block_rows)
+    got = backend.sparse_weights(TEXTS)  # the same up to the rounding of other product shapes
+    assert np.array_equal(got > 0, whole > 0) and np.abs(got - whole).max() < 1e-5
+
+
+def test_untied_decoder_and_sum_pooling(folders) -> None:
+    untied = _load(folders["untied"], "onnx", pooling="splade")
+    assert np.abs(untied.sparse_weights(TEXTS) - naive_splade(folders["untied"], _ids(untied, TEXTS))).max() < TOLERANCE
+    summed = _load(folders["sum"], "onnx")
+    assert summed.pooling_strategy == "sum"
+    want = naive_splade(folders["sum"], _ids(summed, TEXTS), "sum")
+    assert np.abs(summed.sparse_weights(TEXTS) - want).max() < TOLERANCE * 10
+
+
+def test_a_model_without_the_head_is_refused(tmp_path) -> None:
+    folder = write_tiny_model(tmp_path / "dense", "bert-bare-hf")
+    with pytest.raises(ValueError, match="no masked-language-model head"):
+        load_backend(str(folder), engine="numpy", pooling="splade")
+
+
+def test_pooled_vectors_are_refused(folders) -> None:
+    backend = _load(folders["hf"], "numpy", pooling="splade")
+    with pytest.raises(InvalidFieldError, match="SPLADE") as err:
+        backend.embed(["a cat"])
+    assert err.value.field == "model"
+
+
+def test_pooling_flag_overrides_a_dense_model(tmp_path) -> None:
+    folder = write_tiny_model(tmp_path / "dense", "bert-mean-normalize")
+    mean = load_backend(str(folder), engine="numpy").embed(["a cat"])
+    cls = load_backend(str(folder), engine="numpy", pooling="cls")
+    assert cls.model.pooling == ["cls"] and not np.allclose(cls.embed(["a cat"]), mean)
+    with pytest.raises(ValueError, match="pooling"):
+        load_backend("hash:8", pooling="splade")
