@@ -125,3 +125,52 @@ def test_pooling_flag_overrides_a_dense_model(tmp_path) -> None:
     assert cls.model.pooling == ["cls"] and not np.allclose(cls.embed(["a cat"]), mean)
     with pytest.raises(ValueError, match="pooling"):
         load_backend("hash:8", pooling="splade")
+
+
+REFERENCE = __import__("json").loads((Path(__file__).parent / "data" / "splade-reference.json").read_text("utf-8"))
+
+
+def _recorded(items: list[dict], vocab: int) -> np.ndarray:
+    out = np.zeros((len(items), vocab), np.float32)
+    for row, item in zip(out, items):
+        row[item["indices"]] = np.frombuffer(bytes.fromhex(item["values_f32le_hex"]), "<f4")
+    return out
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("layout", ["hf", "sparse-encoder"])
+def test_matches_transformers_and_sentence_transformers(folders, layout, engine) -> None:
+    """The recorded outputs of BertForMaskedLM (and SparseEncoder.encode) on the same files: the files are
+    byte for byte those the reference ran on, the token ids AutoTokenizer's, the weights within float32 noise
+    and non-zero at the same entries."""
+    import hashlib
+
+    ref = REFERENCE["layouts"][layout]
+    folder = folders[layout]
+    assert hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest() == ref["weights_sha256"]
+    backend = _load(folder, engine, pooling="splade" if layout == "hf" else None)
+    assert _ids(backend, TEXTS) == ref["ids"]
+    got = backend.sparse_weights(TEXTS)
+    for source in ("transformers", "sentence_transformers"):
+        if source not in ref:
+            continue
+        want = _recorded(ref[source], backend.sparse_vocab_size)
+        assert np.abs(got - want).max() < TOLERANCE, source
+        assert np.array_equal(got > 1e-5, want > 1e-5), source
+        indices, _, nnz = backend.embed_sparse(TEXTS)
+        assert nnz.sum() == sum(len(item["indices"]) for item in ref[source])
+
+
+def test_sparse_encoder_layout_is_what_sentence_transformers_saves(folders) -> None:
+    import json
+
+    saved = REFERENCE["sparse_encoder_saved_layout"]
+    ours = json.loads((folders["sparse-encoder"] / "modules.json").read_text())
+    assert [{k: m[k] for k in ("path", "type")} for m in ours] == saved["modules"]
+    pooling = json.loads((folders["sparse-encoder"] / "1_SpladePooling" / "config.json").read_text())
+    assert set(pooling) == set(saved["pooling_config"])
+    assert {k: pooling[k] for k in ("pooling_strategy", "activation_function")} == \
+        {k: saved["pooling_config"][k] for k in ("pooling_strategy", "activation_function")}
+    for name in saved["files"]:
+        if name != "README.md":
+            assert (folders["sparse-encoder"] / name).is_file(), name
