@@ -38,7 +38,7 @@ __all__ = ["tei_embed_all", "vllm_pooling", "POOLING_FIELDS"]
 #: the fields of vLLM's PoolingCompletionRequest that /pooling reads (others are invalid_field)
 POOLING_FIELDS = ("model", "input", "task", "encoding_format", "embed_dtype", "endianness", "truncate_prompt_tokens",
                   "request_id", "user", "priority", "add_special_tokens", "use_activation", "normalize",
-                  "cache_salt", "mm_processor_kwargs", "dimensions")
+                  "cache_salt", "mm_processor_kwargs", "dimensions", "max_active_dims")
 _POOLING_DTYPES = ("float32", "float16", "bfloat16")
 
 
@@ -133,9 +133,18 @@ async def vllm_pooling(request: Request) -> Response:
             raise InvalidFieldError(f"unknown field; /pooling accepts {', '.join(POOLING_FIELDS)}", field=unknown[0])
         call.service.check_model(doc.get("model"))
         task = doc.get("task")
+        rid = "pool-" + (doc.get("request_id") if isinstance(doc.get("request_id"), str) else None
+                         or request.headers.get("x-request-id") or uuid.uuid4().hex)
+        if task == "embed" and getattr(call.service.backend, "embed_sparse", None) is not None:
+            from .sparse import vllm_sparse_pooling  # a SPLADE model: vLLM answers "embed" with its SPLADE pooler
+
+            return await vllm_sparse_pooling(call, doc, fmt, coding, rid)
+        if doc.get("max_active_dims") is not None:
+            raise InvalidFieldError("max_active_dims prunes sparse output (task embed on a SPLADE model)",
+                                    field="max_active_dims")
         if task != "token_embed":
-            raise InvalidFieldError(f"task {task!r} is not served on /pooling: densewire answers 'token_embed' here "
-                                    "(pooled vectors: POST /v1/embeddings)", field="task")
+            raise InvalidFieldError(f"task {task!r} is not served on /pooling: densewire answers 'token_embed' here, "
+                                    "and 'embed' on a SPLADE model (pooled vectors: POST /v1/embeddings)", field="task")
         texts = _pooling_inputs(doc.get("input"), call.st.cfg.max_client_batch_size)
         encoding = _choice(doc, "encoding_format", ("float", "base64", "bytes", "bytes_only"), "float")
         embed_dtype = _choice(doc, "embed_dtype", _POOLING_DTYPES, "float32")
@@ -157,8 +166,6 @@ async def vllm_pooling(request: Request) -> Response:
         emb = await _states(call, texts, limit is not None or call.st.cfg.auto_truncate, "input",
                             "send truncate_prompt_tokens: -1 to embed its first tokens", tei=False)
         ragged: RaggedTensor = emb.tensor
-        rid = "pool-" + (doc.get("request_id") if isinstance(doc.get("request_id"), str) else None
-                         or request.headers.get("x-request-id") or uuid.uuid4().hex)
         usage = {"prompt_tokens": emb.usage.prompt_tokens, "total_tokens": emb.usage.total_tokens}
         if encoding in ("bytes", "bytes_only"):
             parts, items, at = [], [], 0
