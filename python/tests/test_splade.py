@@ -174,3 +174,18 @@ def test_sparse_encoder_layout_is_what_sentence_transformers_saves(folders) -> N
     for name in saved["files"]:
         if name != "README.md":
             assert (folders["sparse-encoder"] / name).is_file(), name
+
+
+def test_a_folder_with_vocab_txt_only(folders, tmp_path) -> None:
+    """Older BERT repositories (naver/splade-*) ship vocab.txt and tokenizer_config.json, no tokenizer.json:
+    the WordPiece tokenizer built from them gives AutoTokenizer's ids, so the same weights."""
+    import shutil
+
+    folder = tmp_path / "vocab-only"
+    shutil.copytree(folders["hf"], folder)
+    (folder / "tokenizer.json").unlink()
+    backend = _load(folder, "numpy", pooling="splade")
+    assert _ids(backend, TEXTS) == REFERENCE["layouts"]["hf"]["ids"]
+    assert _ids(backend, ["The [MASK] is BLUE"]) == [[2, 5, 4, 11, 34, 3]]  # special tokens whole, lower-cased
+    want = _recorded(REFERENCE["layouts"]["hf"]["transformers"], backend.sparse_vocab_size)
+    assert np.abs(backend.sparse_weights(TEXTS) - want).max() < TOLERANCE

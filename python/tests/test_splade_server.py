@@ -91,6 +91,8 @@ def test_pooled_routes_refuse_a_splade_model(server) -> None:
     assert r.status_code == 422 and "SPLADE" in r.json()["error"] and r.json()["error_type"] == "Validation"  # TEI's status
     health = httpx.get(server.url + "/health", timeout=10)
     assert health.status_code == 200
+    info = httpx.get(server.url + "/info", timeout=10).json()
+    assert info["model_type"] == {"embedding": {"pooling": "splade"}}  # TEI's Info of a SPLADE model
 
 
 def test_vllm_pooling_embed(server, expected) -> None:

@@ -168,6 +168,7 @@ class SpladeBackend(Backend):
         if block_rows < 1:
             raise ValueError("block_rows must be positive")
         self.encoder = encoder
+        encoder.model.pooling = ["splade"]  # what /info reports (TEI's model_type.embedding.pooling)
         word = getattr(encoder, "_word", None)  # the numpy engine holds the embeddings already
         self.head = SpladeHead(encoder.model.weights_file, encoder.model.eps, word)
         self.block_rows = int(block_rows)
@@ -197,30 +198,40 @@ class SpladeBackend(Backend):
     def embed_encoded(self, seqs: list[list[int]]) -> np.ndarray:
         raise self._not_pooled()
 
-    def sparse_weights(self, texts: list[str]) -> np.ndarray:
-        """The dense ``(len(texts), vocab)`` float32 SPLADE weights (texts cut at ``max_tokens``)."""
+    def _pooled_chunks(self, texts: list[str]):
+        """``(input indexes, (rows, vocab) weights)`` per engine call, texts cut at ``max_tokens``."""
         check_texts(texts)
         enc = self.encoder
-        if not texts:
-            return np.zeros((0, self.sparse_vocab_size), _F32)
         seqs = [e.ids for e in enc._tok.encode_batch(enc._prepare(list(texts)))]
         lengths = np.fromiter((len(s) for s in seqs), dtype=np.intp, count=len(seqs))
         if not lengths.all():
             raise ValueError(f"input {int(np.argmin(lengths))} has no tokens at all")
         order = np.argsort(-lengths, kind="stable")
         sorted_seqs, sorted_lengths = [seqs[i] for i in order.tolist()], lengths[order]
-        out = np.empty((len(seqs), self.sparse_vocab_size), _F32)
         for start, end, hidden in enc._hidden_chunks(sorted_seqs, sorted_lengths):
-            out[order[start:end]] = self.head.pool(hidden, sorted_lengths[start:end], self.pooling_strategy,
+            yield order[start:end], self.head.pool(hidden, sorted_lengths[start:end], self.pooling_strategy,
                                                    self.block_rows)
+
+    def sparse_weights(self, texts: list[str]) -> np.ndarray:
+        """The dense ``(len(texts), vocab)`` float32 SPLADE weights (texts cut at ``max_tokens``)."""
+        out = np.zeros((len(texts), self.sparse_vocab_size), _F32)
+        for rows, weights in self._pooled_chunks(texts):
+            out[rows] = weights
         return out
 
     def embed_sparse(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(indices, values, nnz)``: each text's non-zero weights (indices ascending), back to back."""
-        weights = self.sparse_weights(texts)
-        rows, cols = np.nonzero(weights > 0)
-        nnz = np.bincount(rows, minlength=len(texts)).astype(np.int64)
-        return cols.astype(np.uint32), weights[rows, cols], nnz
+        """``(indices, values, nnz)``: each text's non-zero weights (indices ascending), back to back. Each
+        engine call's weights are made sparse before the next runs, so memory holds one call's
+        ``rows x vocab`` floats, not the request's."""
+        parts: list[tuple[np.ndarray, np.ndarray]] = [None] * len(texts)  # type: ignore[list-item]
+        for rows, weights in self._pooled_chunks(texts):
+            for r, row in zip(rows.tolist(), weights):
+                idx = np.flatnonzero(row > 0)
+                parts[r] = (idx.astype(np.uint32), row[idx])
+        if not texts:
+            return np.zeros(0, np.uint32), np.zeros(0, _F32), np.zeros(0, np.int64)
+        nnz = np.fromiter((p[0].size for p in parts), np.int64, count=len(parts))
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), nnz
 
     def close(self) -> None:
         self.encoder.close()
