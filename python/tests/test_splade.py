@@ -189,3 +189,14 @@ def test_a_folder_with_vocab_txt_only(folders, tmp_path) -> None:
     assert _ids(backend, ["The [MASK] is BLUE"]) == [[2, 5, 4, 11, 34, 3]]  # special tokens whole, lower-cased
     want = _recorded(REFERENCE["layouts"]["hf"]["transformers"], backend.sparse_vocab_size)
     assert np.abs(backend.sparse_weights(TEXTS) - want).max() < TOLERANCE
+
+
+@pytest.mark.parametrize("changes, word", [
+    ({"pooling": "weighted"}, "--pooling must be splade"),
+    ({"pooling": "splade", "model": "hash:8"}, "--pooling applies only to BERT-family models"),
+])
+def test_server_refuses_a_pooling_flag_that_cannot_apply(changes, word) -> None:
+    from densewire._server.config import ServerConfig, validate
+
+    with pytest.raises(ValueError, match=word):
+        validate(ServerConfig(**changes))
