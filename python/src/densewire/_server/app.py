@@ -369,6 +369,7 @@ async def openapi(request: Request) -> Response:
         public_tables=st.cfg.public_tables, can_cut=e.can_cut if e else True,
         tokenizer=hasattr(e.backend, "token_spans") if e else True, max_tokens=e.max_tokens if e else None,
         quantize=getattr(e, "quantization", None) is not None if e else False, token_ids_mode=e.token_ids if e else "cl100k_base",
+        sparse=getattr(e.backend, "embed_sparse", None) is not None if e else False,
     )
     return _json(doc)
 
