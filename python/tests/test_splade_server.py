@@ -150,3 +150,14 @@ def test_a_model_without_the_head(dense_server) -> None:
     with densewire.Client(dense_server.url) as client, pytest.raises(densewire.APIError) as err:
         client.embed_sparse(["a cat"])
     assert err.value.status_code == 400 and "no sparse head" in err.value.message
+
+
+def test_prewarm_fills_the_sparse_cache(tmp_path) -> None:
+    folder = write_splade(tmp_path / "m", "hf")
+    (tmp_path / "warm.txt").write_text("\n".join(TEXTS) + "\n")
+    with ServerProcess("--model", str(folder), "--pooling", "splade", "--engine", "numpy",
+                       "--prewarm", str(tmp_path / "warm.txt")) as s:
+        before = metric_value(s.metrics(), "densewire_cache_hits_total", layer="memory")
+        r = httpx.post(s.url + "/embed_sparse", json={"inputs": TEXTS}, timeout=60)
+        assert r.status_code == 200
+        assert metric_value(s.metrics(), "densewire_cache_hits_total", layer="memory") == before + len(TEXTS)

@@ -490,8 +490,14 @@ class Embedder:
         t0 = time.perf_counter()
         texts = await self.in_cpu_pool(self.read_prewarm_file, path)
         step = max(1, min(1024, self.cfg.max_client_batch_size))
-        for i in range(0, len(texts), step):
-            await self.embed_texts(texts[i:i + step], None, refresh=True)
+        if not getattr(self.backend, "pooled", True):  # a SPLADE model: its sparse vectors, into their cache
+            from .sparse import embed_sparse
+
+            for i in range(0, len(texts), 32):
+                await embed_sparse(self, texts[i:i + 32], truncate=True)
+        else:
+            for i in range(0, len(texts), step):
+                await self.embed_texts(texts[i:i + step], None, refresh=True)
         elapsed = time.perf_counter() - t0
         self.prewarm_state.update(texts=len(texts), runs=self.prewarm_state["runs"] + 1,
                                   last_seconds=round(elapsed, 3))
