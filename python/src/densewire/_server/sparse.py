@@ -1,5 +1,7 @@
 """Sparse output (SPLADE) of a model with a sparse head, on the shared service: the model call, its
-limits and its cache (:func:`embed_sparse`), and TEI's ``POST /embed_sparse`` route (:func:`tei_embed_sparse`).
+limits and its cache (:func:`embed_sparse`), TEI's ``POST /embed_sparse`` route (:func:`tei_embed_sparse`) and
+vLLM's ``POST /pooling`` with ``"task": "embed"`` on a SPLADE model (:func:`vllm_sparse_pooling`, reached from
+``tokens.vllm_pooling``).
 
 TEI's EmbedSparseRequest ``{"inputs", "truncate", "truncation_direction", "prompt_name"}`` answers
 ``[[{"index": i, "value": v}, ...], ...]`` (the non-zero entries of each input, ascending indices) in JSON;
@@ -28,7 +30,8 @@ from .dialects import _length_error, _object, _optional, _tei_direction, _tei_in
 from .embedder import Embedder, too_long
 from .pipeline import Call, run_call
 
-__all__ = ["embed_sparse", "tei_embed_sparse", "SPARSE", "sparse_vocab_size", "top_k"]
+__all__ = ["embed_sparse", "tei_embed_sparse", "vllm_sparse_pooling", "tei_sparse_json", "SPARSE",
+           "sparse_vocab_size", "top_k"]
 
 #: the memory cache's ``dims`` part of the key for sparse vectors (vectors use 0 or their dimensions,
 #: token states TOKEN_STATES = -1); an entry is the vector's indices (as float32 bits) then its values
