@@ -26,7 +26,7 @@ import orjson
 import densewire
 from densewire._backends import HashBackend
 from densewire._bench import machine_info
-from densewire._server.sparse import tei_sparse_json
+from densewire._server.sparse_routes import tei_sparse_json
 
 
 def texts_of(docs: int, words: int) -> list[str]:

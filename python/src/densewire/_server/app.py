@@ -57,7 +57,7 @@ from densewire._optional import require
 from .admission import Admission, Ticket
 from .config import ServerConfig, config_from_env, validate
 from .dialects import cohere_embed, ollama_embed, ollama_embeddings, tei_embed, tei_info, tei_tokenize
-from .sparse import tei_embed_sparse
+from .sparse_routes import tei_embed_sparse
 from .tokens import tei_embed_all, vllm_pooling
 from .embedder import Embedder
 from .kserve_routes import (kserve_infer, kserve_live, kserve_model_metadata, kserve_model_ready, kserve_ready,

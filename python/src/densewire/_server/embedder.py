@@ -23,30 +23,16 @@ from densewire import InvalidFieldError, NotFoundError, PayloadTooLargeError, Ra
 from .batcher import MicroBatcher
 from .cache import MemoryCache, RedisCache, redis_key
 from .config import ServerConfig, model_threads_for
-from .limits import char_bound, clip_text
+from .limits import char_bound, clip_text, too_long
 from .logs import log
 from .matryoshka import declared_matryoshka
 from .metrics import Metrics
+from .sparse import embed_sparse
 
 __all__ = ["Embedder", "reduce_dimensions", "too_long", "TOKEN_STATES"]
 
 #: the memory cache's ``dims`` part of the key for per-token states (vectors use 0 or their dimensions)
 TOKEN_STATES = -1
-
-
-def too_long(index: int, count: int, limit: int, *, clipped: bool = False, field: str = "input",
-             hint: str = "shorten it (split long documents into chunks), send truncate_prompt_tokens: -1 "
-                         "(or truncate: true) to embed its first tokens, or run the server with --auto-truncate"
-             ) -> InvalidFieldError:
-    """The error of an input longer than the model reads (no silent truncation, issue 27): it names the
-    input (``field[index]``), its token count and the limit, with OpenAI's "maximum context length"
-    phrasing. ``clipped``: the count is of a prefix already over the limit (limits.py), so "more than".
-    The numbers are kept on the error (``too_long``) for the routes that phrase it as their server does."""
-    many = f"more than {count}" if clipped else str(count)
-    err = InvalidFieldError(f"this model's maximum context length is {limit} tokens, however you requested "
-                            f"{many} tokens in this input; {hint}", field=f"{field}[{index}]")
-    err.too_long = (index, count, limit, clipped)  # type: ignore[attr-defined]
-    return err
 
 
 #: Token counting of inputs up to this many characters runs on the event loop (a tokenizer does
@@ -491,8 +477,6 @@ class Embedder:
         texts = await self.in_cpu_pool(self.read_prewarm_file, path)
         step = max(1, min(1024, self.cfg.max_client_batch_size))
         if not getattr(self.backend, "pooled", True):  # a SPLADE model: its sparse vectors, into their cache
-            from .sparse import embed_sparse
-
             for i in range(0, len(texts), 32):
                 await embed_sparse(self, texts[i:i + 32], truncate=True)
         else:

@@ -1,13 +1,5 @@
-"""Sparse output (SPLADE) of a model with a sparse head, on the shared service: the model call, its
-limits and its cache (:func:`embed_sparse`), TEI's ``POST /embed_sparse`` route (:func:`tei_embed_sparse`) and
-vLLM's ``POST /pooling`` with ``"task": "embed"`` on a SPLADE model (:func:`vllm_sparse_pooling`, reached from
-``tokens.vllm_pooling``).
-
-TEI's EmbedSparseRequest ``{"inputs", "truncate", "truncation_direction", "prompt_name"}`` answers
-``[[{"index": i, "value": v}, ...], ...]`` (the non-zero entries of each input, ascending indices) in JSON;
-``Accept`` selects densewire's sparse tensor (SPEC.md 20.2) in raw, MessagePack, Protobuf or Arrow,
-with the vocabulary size as its second dimension. ``max_active_dims`` (sentence-transformers'
-``SparseEncoder.encode`` name) keeps each vector's largest weights only.
+"""Sparse output (SPLADE) of a model with a sparse head, on the shared service: the model call, its limits
+and its cache (:func:`embed_sparse`); the routes that answer it are in ``sparse_routes.py``.
 
 A backend serves sparse output when it has ``embed_sparse(texts) -> (indices, values, nnz)`` (uint32
 indices strictly ascending per text, float32 values, the count of each text's, all texts back to back)
@@ -18,27 +10,25 @@ and ``sparse_vocab_size``; the hash model does (``_backends/hash.py``), and SPLA
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import numpy as np
-import orjson
-from starlette.requests import Request
-from starlette.responses import Response
 
-from densewire import Embeddings, InvalidFieldError, PayloadTooLargeError, SparseVectors, Usage
+from densewire import InvalidFieldError, PayloadTooLargeError, SparseVectors
 
-from .dialects import _length_error, _object, _optional, _tei_direction, _tei_inputs, _with_status, tei_error
-from .embedder import Embedder, too_long
-from .pipeline import Call, run_call
+from .limits import too_long
 
-__all__ = ["embed_sparse", "tei_embed_sparse", "vllm_sparse_pooling", "tei_sparse_json", "SPARSE",
-           "sparse_vocab_size", "top_k"]
+if TYPE_CHECKING:
+    from .embedder import Embedder
+
+__all__ = ["embed_sparse", "no_sparse", "SPARSE", "sparse_vocab_size", "top_k"]
 
 #: the memory cache's ``dims`` part of the key for sparse vectors (vectors use 0 or their dimensions,
 #: token states TOKEN_STATES = -1); an entry is the vector's indices (as float32 bits) then its values
 SPARSE = -2
 
 
-def sparse_vocab_size(service: Embedder) -> int | None:
+def sparse_vocab_size(service: "Embedder") -> int | None:
     """The vocabulary size of the served model's sparse output, None when it gives none."""
     backend = service.backend
     if getattr(backend, "embed_sparse", None) is None:
@@ -46,7 +36,7 @@ def sparse_vocab_size(service: Embedder) -> int | None:
     return int(backend.sparse_vocab_size)
 
 
-def _no_sparse(service: Embedder, field: str = "model") -> InvalidFieldError:
+def no_sparse(service: "Embedder", field: str = "model") -> InvalidFieldError:
     return InvalidFieldError(
         f"the model {service.model_id} ({type(service.backend).__name__}) has no sparse head: serve a SPLADE "
         "model (a BertForMaskedLM checkpoint) with --pooling splade, or a sentence-transformers SparseEncoder",
@@ -62,7 +52,7 @@ def top_k(indices: np.ndarray, values: np.ndarray, k: int | None) -> tuple[np.nd
     return indices[order], values[order]
 
 
-async def embed_sparse(service: Embedder, texts: list[str], *, truncate: bool, max_active_dims: int | None = None,
+async def embed_sparse(service: "Embedder", texts: list[str], *, truncate: bool, max_active_dims: int | None = None,
                        field: str = "input") -> tuple[SparseVectors, list[int], list[int]]:
     """``(sparse vectors, token counts, indexes cut)`` of ``texts`` by the served model's sparse head.
 
@@ -74,7 +64,7 @@ async def embed_sparse(service: Embedder, texts: list[str], *, truncate: bool, m
     """
     fn = getattr(service.backend, "embed_sparse", None)
     if fn is None:
-        raise _no_sparse(service)
+        raise no_sparse(service)
     vocab = int(service.backend.sparse_vocab_size)
     if not texts:
         return SparseVectors(np.zeros(0, np.uint32), np.zeros(0, np.float32), [0], vocab), [], []
@@ -118,128 +108,3 @@ async def embed_sparse(service: Embedder, texts: list[str], *, truncate: bool, m
                            np.concatenate([p[1] for p in parts]).astype(np.float32, copy=False),
                            np.concatenate([[0], np.cumsum(nnz_all)]), vocab)
     return sparse, kept, [i for i, c in enumerate(counts) if c > limit]
-
-
-def _max_active_dims(doc: dict) -> int | None:
-    k = _optional(doc, "max_active_dims", int, "a positive integer")
-    if k is not None and k < 1:
-        raise InvalidFieldError(f"must be a positive integer, not {k}", field="max_active_dims")
-    return k
-
-
-def tei_sparse_json(sparse: SparseVectors) -> bytes:
-    """TEI's EmbedSparseResponse: ``[[{"index": i, "value": v}, ...], ...]``."""
-    values = sparse.values_float32()
-    out = []
-    for i in range(sparse.n):
-        a, b = int(sparse.offsets[i]), int(sparse.offsets[i + 1])
-        out.append([{"index": int(j), "value": v} for j, v in zip(sparse.indices[a:b], values[a:b])])
-    return orjson.dumps(out, option=orjson.OPT_SERIALIZE_NUMPY)  # float32 values in float32's shortest form
-
-
-async def tei_embed_sparse(request: Request) -> Response:
-    """``POST /embed_sparse``: TEI's EmbedSparseRequest -> ``[[{"index", "value"}, ...], ...]``."""
-
-    async def handle(call: Call) -> Response:
-        fmt, coding = call.negotiate()
-        doc = _object(await call.json_body())
-        cfg, service = call.st.cfg, call.service
-        if sparse_vocab_size(service) is None:  # TEI: 424 "model is not an embedding model with SPLADE pooling"
-            raise _with_status(_no_sparse(service), 400, "Validation")
-        texts, ids = _tei_inputs(doc.get("inputs"), cfg.max_client_batch_size)
-        if texts is None:
-            raise _with_status(InvalidFieldError("token-id inputs are not served on /embed_sparse; send the texts",
-                                                 field="inputs"), 422, "Validation")
-        truncate = _optional(doc, "truncate", bool, "a boolean")
-        if _tei_direction(doc) != "right":
-            raise _with_status(InvalidFieldError("only 'Right' truncation is served for sparse output",
-                                                 field="truncation_direction"), 422, "Validation")
-        prompt = _optional(doc, "prompt_name", str, "a string")
-        if prompt is not None:
-            raise _with_status(InvalidFieldError(
-                f"prompt_name {prompt!r} is not a prompt of the model (it defines none)", field="prompt_name"),
-                422, "Validation")
-        k = _max_active_dims(doc)
-        try:
-            sparse, counts, cut = await embed_sparse(service, texts, truncate=cfg.auto_truncate if truncate is None
-                                                     else truncate, max_active_dims=k)
-        except InvalidFieldError as err:
-            raise _length_error(err, "inputs", "send truncate: true to embed its first tokens, or run the server "
-                                "with --auto-truncate", tei=True) from None
-        call.truncated = cut
-        if fmt != "json":
-            tokens = sum(counts)
-            return await call.render(Embeddings(sparse, model=service.model_id, usage=Usage(tokens, tokens)),
-                                     fmt, coding)
-        return call.prepared(tei_sparse_json(sparse), {}, coding)
-
-    return await run_call(request, "/embed_sparse", handle, tei_error)
-
-
-# -- vLLM ----------------------------------------------------------------------------------------------
-
-async def vllm_sparse_pooling(call: Call, doc: dict, fmt: str, coding: str | None, rid: str) -> Response:
-    """vLLM's ``POST /pooling`` with ``"task": "embed"`` on a SPLADE model (vLLM's
-    ``BertSpladeSparseEmbeddingModel`` answers that task with its SPLADE pooler): each item's ``data`` is the
-    vocabulary-sized weight vector (``float``: numbers; ``base64``: its bytes in ``embed_dtype`` and
-    ``endianness``; ``bytes``/``bytes_only``: the vectors back to back, vLLM's ``metadata`` header with
-    ``shape: [V]``). ``Accept`` gives densewire's sparse tensor instead: the non-zeros only."""
-    import json
-    import time
-
-    import pybase64
-
-    from .tokens import _POOLING_DTYPES, _choice, _pooling_inputs, _vllm_matrix_bytes
-    from .request import _integer
-
-    service = call.service
-    texts = _pooling_inputs(doc.get("input"), call.st.cfg.max_client_batch_size)
-    encoding = _choice(doc, "encoding_format", ("float", "base64", "bytes", "bytes_only"), "float")
-    embed_dtype = _choice(doc, "embed_dtype", _POOLING_DTYPES, "float32")
-    endianness = _choice(doc, "endianness", ("native", "big", "little"), "native")
-    if doc.get("normalize") is True:  # TEI: "`normalize` is not available for SPLADE models"
-        raise InvalidFieldError("normalize: true is not available for SPLADE models (their weights are not "
-                                "normalised)", field="normalize")
-    if doc.get("dimensions") is not None:
-        raise InvalidFieldError("sparse output is not cut to dimensions", field="dimensions")
-    if doc.get("priority") not in (None, 0):
-        raise InvalidFieldError("only priority 0 is served", field="priority")
-    limit = doc.get("truncate_prompt_tokens")
-    if limit is not None:
-        limit = _integer(limit, "truncate_prompt_tokens", -1, service.max_tokens)
-        if limit not in (-1, service.max_tokens):
-            raise InvalidFieldError("sparse output is cut at the model's maximum only: send -1",
-                                    field="truncate_prompt_tokens")
-    k = _max_active_dims(doc)
-    try:
-        sparse, counts, cut = await embed_sparse(service, texts, truncate=limit is not None or call.st.cfg.auto_truncate,
-                                                 max_active_dims=k)
-    except InvalidFieldError as err:
-        raise _length_error(err, "input", "send truncate_prompt_tokens: -1 to embed its first tokens") from None
-    call.truncated = cut
-    tokens = sum(counts)
-    usage = {"prompt_tokens": tokens, "total_tokens": tokens}
-    if fmt != "json" and encoding not in ("bytes", "bytes_only"):
-        return await call.render(Embeddings(sparse, model=service.model_id, usage=Usage(tokens, tokens)), fmt, coding)
-    dense = sparse.to_dense()
-    if encoding in ("bytes", "bytes_only"):
-        parts, items, at = [], [], 0
-        for i, row in enumerate(dense):
-            b = _vllm_matrix_bytes(row[None, :], embed_dtype, endianness)
-            parts.append(b)
-            items.append({"index": i, "embed_dtype": embed_dtype, "endianness": endianness, "start": at,
-                          "end": at + len(b), "shape": [sparse.vocab_size]})
-            at += len(b)
-        meta = {"id": rid, "created": int(time.time()), "model": service.model_id, "data": items, "usage": usage}
-        headers = {"metadata": json.dumps(meta)} if encoding == "bytes" else {}
-        return call.prepared(b"".join(parts), headers, coding, media_type="application/octet-stream")
-    if encoding == "float":
-        data = [{"index": i, "object": "pooling", "data": row} for i, row in enumerate(dense)]
-    else:
-        data = [{"index": i, "object": "pooling",
-                 "data": pybase64.b64encode(_vllm_matrix_bytes(row[None, :], embed_dtype, endianness)).decode()}
-                for i, row in enumerate(dense)]
-    body = orjson.dumps({"id": rid, "object": "list", "created": int(time.time()), "model": service.model_id,
-                         "data": data, "usage": {**usage, "completion_tokens": 0, "prompt_tokens_details": None}},
-                        option=orjson.OPT_SERIALIZE_NUMPY)
-    return call.prepared(body, {}, coding)
