@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+from pathlib import Path
 
 import httpx
+import jsonschema
 import numpy as np
 import pytest
 
@@ -177,3 +180,27 @@ def test_client_reads_tei_json_without_a_vocabulary_size(server) -> None:
     with densewire.Client(server.url, accept="application/json") as client:
         got = client.embed_sparse(TEXTS)
     assert got.vocab_size == int(got.indices.max()) + 1
+
+
+TEI_OPENAPI = json.loads((Path(__file__).parent / "data" / "tei-openapi-embed-sparse.json").read_text("utf-8"))
+
+
+def _tei_schema(name: str) -> dict:
+    """TEI's component ``name`` as a JSON Schema, its $refs resolvable."""
+    return {"$ref": f"#/components/schemas/{name}", "components": TEI_OPENAPI["components"]}
+
+
+def test_answers_and_errors_match_teis_openapi(server) -> None:
+    """TEI's own schemas (docs/openapi.json, copied to data/): the answer is an EmbedSparseResponse, errors
+    ErrorResponses, and TEI's request fields are each accepted."""
+    request = {"inputs": TEXTS, "truncate": False, "truncation_direction": "Right", "prompt_name": None}
+    jsonschema.validate({k: v for k, v in request.items() if v is not None},  # OpenAPI 3.0's nullable aside
+                        _tei_schema("EmbedSparseRequest"))
+    r = _post(server, request)
+    assert r.status_code == 200, r.text
+    jsonschema.validate(r.json(), _tei_schema("EmbedSparseResponse"))
+    assert set(TEI_OPENAPI["components"]["schemas"]["EmbedSparseRequest"]["properties"]) <= set(request)
+    for bad in ({"inputs": []}, {"inputs": "x", "truncate": "no"}, {"inputs": "x", "prompt_name": "query"}):
+        r = _post(server, bad)
+        assert 400 <= r.status_code < 500
+        jsonschema.validate(r.json(), _tei_schema("ErrorResponse"))

@@ -7,7 +7,10 @@ below) and against the outputs transformers and sentence-transformers recorded o
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +19,7 @@ import pytest
 from densewire import InvalidFieldError
 from densewire._backends.registry import load_backend
 from densewire._backends.splade import SpladeBackend
+from densewire._server.config import ServerConfig, validate
 from tiny_bert import naive_forward, write_tiny_model
 from tiny_splade import TEXTS, write_splade
 
@@ -127,7 +131,7 @@ def test_pooling_flag_overrides_a_dense_model(tmp_path) -> None:
         load_backend("hash:8", pooling="splade")
 
 
-REFERENCE = __import__("json").loads((Path(__file__).parent / "data" / "splade-reference.json").read_text("utf-8"))
+REFERENCE = json.loads((Path(__file__).parent / "data" / "splade-reference.json").read_text("utf-8"))
 
 
 def _recorded(items: list[dict], vocab: int) -> np.ndarray:
@@ -143,8 +147,6 @@ def test_matches_transformers_and_sentence_transformers(folders, layout, engine)
     """The recorded outputs of BertForMaskedLM (and SparseEncoder.encode) on the same files: the files are
     byte for byte those the reference ran on, the token ids AutoTokenizer's, the weights within float32 noise
     and non-zero at the same entries."""
-    import hashlib
-
     ref = REFERENCE["layouts"][layout]
     folder = folders[layout]
     assert hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest() == ref["weights_sha256"]
@@ -162,8 +164,6 @@ def test_matches_transformers_and_sentence_transformers(folders, layout, engine)
 
 
 def test_sparse_encoder_layout_is_what_sentence_transformers_saves(folders) -> None:
-    import json
-
     saved = REFERENCE["sparse_encoder_saved_layout"]
     ours = json.loads((folders["sparse-encoder"] / "modules.json").read_text())
     assert [{k: m[k] for k in ("path", "type")} for m in ours] == saved["modules"]
@@ -179,8 +179,6 @@ def test_sparse_encoder_layout_is_what_sentence_transformers_saves(folders) -> N
 def test_a_folder_with_vocab_txt_only(folders, tmp_path) -> None:
     """Older BERT repositories (naver/splade-*) ship vocab.txt and tokenizer_config.json, no tokenizer.json:
     the WordPiece tokenizer built from them gives AutoTokenizer's ids, so the same weights."""
-    import shutil
-
     folder = tmp_path / "vocab-only"
     shutil.copytree(folders["hf"], folder)
     (folder / "tokenizer.json").unlink()
@@ -196,7 +194,5 @@ def test_a_folder_with_vocab_txt_only(folders, tmp_path) -> None:
     ({"pooling": "splade", "model": "hash:8"}, "--pooling applies only to BERT-family models"),
 ])
 def test_server_refuses_a_pooling_flag_that_cannot_apply(changes, word) -> None:
-    from densewire._server.config import ServerConfig, validate
-
     with pytest.raises(ValueError, match=word):
         validate(ServerConfig(**changes))
