@@ -98,6 +98,8 @@ def test_truncation(server) -> None:
     r = _post(server, {"inputs": [long, "short"], "truncate": True})
     assert r.status_code == 200 and r.headers["densewire-truncated"] == "1"
     assert [e["index"] for e in r.json()[0]] == list(expected(long, 8192)) != list(expected(long))
+    left = _post(server, {"inputs": [long], "truncate": True, "truncation_direction": "Left"})  # the last 8192 words
+    assert [e["index"] for e in left.json()[0]] == list(expected(" ".join(long.split()[1:])))
 
 
 #: about 600 non-zeros: 4.8 KB of sparse output, over LIMIT
@@ -134,7 +136,7 @@ def test_cached_by_output_kind(server) -> None:
     ({"inputs": [""]}, 400, "Empty", "cannot be empty"),
     ({"inputs": [[101, 102]]}, 422, "Validation", "token-id"),
     ({"inputs": "x", "prompt_name": "query"}, 422, "Validation", "prompt_name"),
-    ({"inputs": "x", "truncation_direction": "Left"}, 422, "Validation", "truncation_direction"),
+    ({"inputs": "x", "truncation_direction": "Up"}, 422, "Validation", "truncation_direction"),
     ({"inputs": "x", "truncate": "yes"}, 422, "Validation", "truncate"),
     ({"inputs": 3}, 422, "Validation", "inputs"),
 ])

@@ -196,3 +196,17 @@ def test_a_folder_with_vocab_txt_only(folders, tmp_path) -> None:
 def test_server_refuses_a_pooling_flag_that_cannot_apply(changes, word) -> None:
     with pytest.raises(ValueError, match=word):
         validate(ServerConfig(**changes))
+
+
+@pytest.mark.parametrize("engine", ["numpy", "onnx"])
+def test_left_truncation_keeps_the_last_tokens(folders, engine) -> None:
+    """TEI's truncation_direction Left: a text over the model's 40 tokens keeps its last 38 inside [CLS] and [SEP]."""
+    backend = _load(folders["hf"], engine, pooling="splade")
+    long = " ".join(["the cat", "a dog", "blue river"] * 12)  # 72 tokens
+    ids = backend.encoder.split_tokens([long])[0]
+    cls, sep = _ids(backend, ["x"])[0][0], _ids(backend, ["x"])[0][-1]
+    want_left = naive_splade(folders["hf"], [[cls, *ids[-38:], sep]])
+    want_right = naive_splade(folders["hf"], [[cls, *ids[:38], sep]])
+    assert np.abs(backend.sparse_weights([long], side="left") - want_left).max() < TOLERANCE
+    assert np.abs(backend.sparse_weights([long]) - want_right).max() < TOLERANCE
+    assert not np.allclose(want_left, want_right)

@@ -139,6 +139,9 @@ def test_truncation(server) -> None:
     assert r.status_code == 413 and "must have less than 40 tokens" in r.json()["error"]
     r = httpx.post(server.url + "/embed_sparse", json={"inputs": [long], "truncate": True}, timeout=60)
     assert r.status_code == 200 and r.headers["densewire-truncated"] == "1"
+    left = httpx.post(server.url + "/embed_sparse", json={"inputs": [long], "truncate": True,
+                                                          "truncation_direction": "Left"}, timeout=60)
+    assert left.status_code == 200 and left.json() == r.json()  # the same word throughout: both ends alike
 
 
 def test_a_model_without_the_head(dense_server) -> None:

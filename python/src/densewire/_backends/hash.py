@@ -106,15 +106,17 @@ class HashBackend(Backend):
         ]
         return self._fill(seeds)
 
-    def embed_sparse(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def embed_sparse(self, texts: list[str], side: str = "right") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Sparse vectors of texts (the module doc): ``(indices, values, nnz)``, the uint32 indices
         (strictly ascending per text) and float32 weights of every text back to back, and the count of
-        each text's."""
+        each text's. A text over ``max_tokens`` words keeps its first words (``side`` "right") or its last
+        ("left")."""
         check_texts(texts)
         indices, values, nnz = [], [], []
         for text in texts:
             best: dict[int, int] = {}
-            for word in self._truncate(text).split():
+            words = self._truncate(text).split() if side == "right" else text.split()[-self.max_tokens:]
+            for word in words:
                 x = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8,
                                                    person=_SPARSE_DOMAIN).digest(), "little")
                 i, w = x % SPARSE_VOCAB_SIZE, (x >> 40) + 1

@@ -198,11 +198,18 @@ class SpladeBackend(Backend):
     def embed_encoded(self, seqs: list[list[int]]) -> np.ndarray:
         raise self._not_pooled()
 
-    def _pooled_chunks(self, texts: list[str]):
-        """``(input indexes, (rows, vocab) weights)`` per engine call, texts cut at ``max_tokens``."""
+    def _pooled_chunks(self, texts: list[str], side: str = "right"):
+        """``(input indexes, (rows, vocab) weights)`` per engine call, texts cut at ``max_tokens`` keeping their
+        first tokens (``side`` "right", the tokenizer's truncation) or their last ("left"), inside the special
+        tokens."""
         check_texts(texts)
         enc = self.encoder
-        seqs = [e.ids for e in enc._tok.encode_batch(enc._prepare(list(texts)))]
+        if side == "right":
+            seqs = [e.ids for e in enc._tok.encode_batch(enc._prepare(list(texts)))]
+        else:
+            pre, suf = enc._prefix, enc._suffix
+            room = enc.max_tokens - len(pre) - len(suf)
+            seqs = [pre + (ids[len(ids) - room:] if len(ids) > room else ids) + suf for ids in enc.split_tokens(texts)]
         lengths = np.fromiter((len(s) for s in seqs), dtype=np.intp, count=len(seqs))
         if not lengths.all():
             raise ValueError(f"input {int(np.argmin(lengths))} has no tokens at all")
@@ -212,19 +219,21 @@ class SpladeBackend(Backend):
             yield order[start:end], self.head.pool(hidden, sorted_lengths[start:end], self.pooling_strategy,
                                                    self.block_rows)
 
-    def sparse_weights(self, texts: list[str]) -> np.ndarray:
-        """The dense ``(len(texts), vocab)`` float32 SPLADE weights (texts cut at ``max_tokens``)."""
+    def sparse_weights(self, texts: list[str], side: str = "right") -> np.ndarray:
+        """The dense ``(len(texts), vocab)`` float32 SPLADE weights (texts cut at ``max_tokens``, ``side`` as
+        :meth:`embed_sparse`)."""
         out = np.zeros((len(texts), self.sparse_vocab_size), _F32)
-        for rows, weights in self._pooled_chunks(texts):
+        for rows, weights in self._pooled_chunks(texts, side):
             out[rows] = weights
         return out
 
-    def embed_sparse(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(indices, values, nnz)``: each text's non-zero weights (indices ascending), back to back. Each
-        engine call's weights are made sparse before the next runs, so memory holds one call's
-        ``rows x vocab`` floats, not the request's."""
+    def embed_sparse(self, texts: list[str], side: str = "right") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(indices, values, nnz)``: each text's non-zero weights (indices ascending), back to back; a text
+        over ``max_tokens`` keeps its first tokens (``side`` "right") or its last ("left"). Each engine call's
+        weights are made sparse before the next runs, so memory holds one call's ``rows x vocab`` floats,
+        not the request's."""
         parts: list[tuple[np.ndarray, np.ndarray]] = [None] * len(texts)  # type: ignore[list-item]
-        for rows, weights in self._pooled_chunks(texts):
+        for rows, weights in self._pooled_chunks(texts, side):
             for r, row in zip(rows.tolist(), weights):
                 idx = np.flatnonzero(row > 0)
                 parts[r] = (idx.astype(np.uint32), row[idx])

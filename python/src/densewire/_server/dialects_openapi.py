@@ -188,7 +188,7 @@ def dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any], 
         sparse_request = {"type": "object", "required": ["inputs"], "properties": {
             "inputs": {"anyOf": [text, {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": text}]},
             "truncate": tei_request["properties"]["truncate"],
-            "truncation_direction": {"type": "string", "nullable": True, "enum": ["Right", "right", None]},
+            "truncation_direction": tei_request["properties"]["truncation_direction"],
             "prompt_name": tei_request["properties"]["prompt_name"],
             "max_active_dims": {"type": "integer", "minimum": 1, "nullable": True,
                                 "description": "densewire: keep each vector's largest weights only"}}}

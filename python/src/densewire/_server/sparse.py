@@ -1,7 +1,8 @@
 """Sparse output (SPLADE) of a model with a sparse head, on the shared service: the model call, its limits
 and its cache (:func:`embed_sparse`); the routes that answer it are in ``sparse_routes.py``.
 
-A backend serves sparse output when it has ``embed_sparse(texts) -> (indices, values, nnz)`` (uint32
+A backend serves sparse output when it has ``embed_sparse(texts, side) -> (indices, values, nnz)`` (``side``
+"right" or "left": which end of a text over ``max_tokens`` is kept; uint32
 indices strictly ascending per text, float32 values, the count of each text's, all texts back to back)
 and ``sparse_vocab_size``; the hash model does (``_backends/hash.py``), and SPLADE checkpoints served with
 ``--pooling splade``.
@@ -21,11 +22,13 @@ from .limits import too_long
 if TYPE_CHECKING:
     from .embedder import Embedder
 
-__all__ = ["embed_sparse", "no_sparse", "SPARSE", "sparse_vocab_size", "top_k"]
+__all__ = ["embed_sparse", "no_sparse", "SPARSE", "SPARSE_LEFT", "sparse_vocab_size", "top_k"]
 
 #: the memory cache's ``dims`` part of the key for sparse vectors (vectors use 0 or their dimensions,
 #: token states TOKEN_STATES = -1); an entry is the vector's indices (as float32 bits) then its values
 SPARSE = -2
+#: the same for vectors of texts cut keeping their last tokens (truncation_direction Left)
+SPARSE_LEFT = -3
 
 
 def sparse_vocab_size(service: "Embedder") -> int | None:
@@ -53,14 +56,15 @@ def top_k(indices: np.ndarray, values: np.ndarray, k: int | None) -> tuple[np.nd
 
 
 async def embed_sparse(service: "Embedder", texts: list[str], *, truncate: bool, max_active_dims: int | None = None,
-                       field: str = "input") -> tuple[SparseVectors, list[int], list[int]]:
+                       side: str = "right", field: str = "input") -> tuple[SparseVectors, list[int], list[int]]:
     """``(sparse vectors, token counts, indexes cut)`` of ``texts`` by the served model's sparse head.
 
     Checked before the model runs: a model without one is ``invalid_field`` on ``model``; with
     ``truncate`` False a text longer than the model's maximum is ``too_long``. After: an answer of
     more than ``--max-token-output-bytes`` (8 bytes per non-zero, index and value, with the offsets) is
     413 ``payload_too_large`` naming the limit. Vectors are cached in memory under their own kind
-    (``(SPARSE, text)``), whole: ``max_active_dims`` prunes the cached vector.
+    (``(SPARSE, text)``; ``SPARSE_LEFT`` for ``side`` "left", a long text keeping its last tokens), whole:
+    ``max_active_dims`` prunes the cached vector.
     """
     fn = getattr(service.backend, "embed_sparse", None)
     if fn is None:
@@ -77,8 +81,9 @@ async def embed_sparse(service: "Embedder", texts: list[str], *, truncate: bool,
                 raise too_long(i, c, limit, clipped=i in clipped)
     kept = [min(c, limit) for c in counts]
     mem, found, count_of = service.memory, {}, dict(zip(texts, kept))
+    kind = SPARSE if side == "right" else SPARSE_LEFT
     for t in dict.fromkeys(texts):
-        entry = mem.get((SPARSE, t)) if mem.max_bytes > 0 else None
+        entry = mem.get((kind, t)) if mem.max_bytes > 0 else None
         if entry is not None:
             half = entry[0].size // 2
             found[t] = (entry[0][:half].view(np.uint32), entry[0][half:])
@@ -88,12 +93,12 @@ async def embed_sparse(service: "Embedder", texts: list[str], *, truncate: bool,
     if missing:
         service.metrics.cache_misses.inc(len(missing))
         loop = asyncio.get_running_loop()
-        indices, values, nnz = await loop.run_in_executor(service._model_pool, fn, missing)
+        indices, values, nnz = await loop.run_in_executor(service._model_pool, fn, missing, side)
         offsets = np.concatenate([[0], np.cumsum(nnz)]).astype(np.int64)
         for j, t in enumerate(missing):
             a, b = offsets[j], offsets[j + 1]
             found[t] = (indices[a:b], values[a:b])
-            mem.put((SPARSE, t), np.concatenate([indices[a:b].view(np.float32), values[a:b]]), count_of[t])
+            mem.put((kind, t), np.concatenate([indices[a:b].view(np.float32), values[a:b]]), count_of[t])
         service._update_cache_gauges()
     parts = [top_k(*found[t], max_active_dims) for t in texts]
     nnz_all = [p[0].size for p in parts]

@@ -61,9 +61,7 @@ async def tei_embed_sparse(request: Request) -> Response:
             raise _with_status(InvalidFieldError("token-id inputs are not served on /embed_sparse; send the texts",
                                                  field="inputs"), 422, "Validation")
         truncate = _optional(doc, "truncate", bool, "a boolean")
-        if _tei_direction(doc) != "right":
-            raise _with_status(InvalidFieldError("only 'Right' truncation is served for sparse output",
-                                                 field="truncation_direction"), 422, "Validation")
+        side = _tei_direction(doc)
         prompt = _optional(doc, "prompt_name", str, "a string")
         if prompt is not None:
             raise _with_status(InvalidFieldError(
@@ -72,7 +70,7 @@ async def tei_embed_sparse(request: Request) -> Response:
         k = _max_active_dims(doc)
         try:
             sparse, counts, cut = await embed_sparse(service, texts, truncate=cfg.auto_truncate if truncate is None
-                                                     else truncate, max_active_dims=k)
+                                                     else truncate, max_active_dims=k, side=side)
         except InvalidFieldError as err:
             raise _length_error(err, "inputs", "send truncate: true to embed its first tokens, or run the server "
                                 "with --auto-truncate", tei=True) from None
