@@ -13,6 +13,7 @@ import math
 import shutil
 from pathlib import Path
 
+import huggingface_hub.constants  # noqa: F401 (read the real environment at collection: test_backends_hub says why)
 import numpy as np
 import pytest
 
@@ -210,3 +211,22 @@ def test_left_truncation_keeps_the_last_tokens(folders, engine) -> None:
     assert np.abs(backend.sparse_weights([long], side="left") - want_left).max() < TOLERANCE
     assert np.abs(backend.sparse_weights([long]) - want_right).max() < TOLERANCE
     assert not np.allclose(want_left, want_right)
+
+
+def test_a_hub_id_with_pooling_splade(folders, tmp_path, monkeypatch) -> None:
+    """A Hub id in the local Hugging Face cache, laid out as naver/splade-* are (vocab.txt, no tokenizer.json):
+    ``--model ID --pooling splade`` loads it unchanged."""
+    cache = tmp_path / "hf" / "hub"
+    repo = cache / "models--naver--splade-tiny"
+    snapshot = repo / "snapshots" / ("ab" * 20)
+    shutil.copytree(folders["hf"], snapshot)
+    (snapshot / "tokenizer.json").unlink()
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("ab" * 20)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("DENSEWIRE_CACHE_DIR", str(tmp_path / "densewire"))
+    backend = load_backend("naver/splade-tiny", engine="onnx", precision="fp32", pooling="splade")
+    assert isinstance(backend, SpladeBackend) and backend.name == "naver/splade-tiny"
+    want = _recorded(REFERENCE["layouts"]["hf"]["transformers"], backend.sparse_vocab_size)
+    assert np.abs(backend.sparse_weights(TEXTS) - want).max() < TOLERANCE
