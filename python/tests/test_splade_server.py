@@ -121,6 +121,20 @@ def test_vllm_pooling_embed(server, expected) -> None:
     assert tokens.status_code == 200  # vLLM's SPLADE model serves token_embed too
 
 
+def test_token_id_inputs(server, expected) -> None:
+    """TEI's token-id inputs: AutoTokenizer's ids (special tokens included, taken as complete) give transformers'
+    weights; without [CLS] and [SEP] they are added; an id outside the vocabulary is a 422 naming it."""
+    ids = REFERENCE["layouts"]["hf"]["ids"]
+    r = httpx.post(server.url + "/embed_sparse", json={"inputs": ids}, timeout=60)
+    assert r.status_code == 200, r.text
+    assert np.abs(_dense(r.json()) - expected).max() < TOLERANCE
+    bare = httpx.post(server.url + "/embed_sparse", json={"inputs": [ids[0][1:-1]]}, timeout=60).json()
+    assert [e["index"] for e in bare[0]] == [e["index"] for e in r.json()[0]]  # alone, not in a batch of 6:
+    assert np.abs(_dense(bare) - _dense(r.json()[:1])).max() < TOLERANCE  # the same up to product rounding
+    bad = httpx.post(server.url + "/embed_sparse", json={"inputs": [[2, 999, 3]]}, timeout=60)
+    assert bad.status_code == 422 and "999" in bad.json()["error"] and "inputs[0]" in bad.json()["error"]
+
+
 def test_output_limit(server) -> None:
     texts = [f"{t} {i}" for i in range(8) for t in TEXTS]  # about 48 x 8 non-zeros: over LIMIT
     r = httpx.post(server.url + "/embed_sparse", json={"inputs": texts}, timeout=60)

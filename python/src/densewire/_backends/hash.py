@@ -17,7 +17,8 @@ SPLADE model over a vocabulary of :data:`SPARSE_VOCAB_SIZE` (30522, BERT's): eac
 (after the same cut) gives ``x``, the little-endian uint64 of ``blake2b(utf8(w), digest_size=8,
 person=b"densewire-sparse")``; its index is ``x % 30522`` and its weight ``((x >> 40) + 1) / 2**24``
 (exact in float32, in ``(0, 1]``). Weights are max-pooled per index, as SPLADE pools over tokens, and
-indices come out strictly ascending. A text without words has no non-zeros.
+indices come out strictly ascending. A text without words has no non-zeros. A token-id input is the text of
+its ids' decimal digits separated by spaces.
 """
 
 from __future__ import annotations
@@ -105,6 +106,11 @@ class HashBackend(Backend):
             for seq in ids
         ]
         return self._fill(seeds)
+
+    def embed_sparse_ids(self, ids: list[list[int]], side: str = "right") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Sparse vectors of token-id inputs: each id is a word, its decimal digits (the module doc's rule)."""
+        check_ids(ids, 1 << 63)
+        return self.embed_sparse([" ".join(str(int(t)) for t in seq) for seq in ids], side)
 
     def embed_sparse(self, texts: list[str], side: str = "right") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Sparse vectors of texts (the module doc): ``(indices, values, nnz)``, the uint32 indices

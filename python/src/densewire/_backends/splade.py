@@ -29,7 +29,7 @@ import numpy as np
 
 from .._errors import InvalidFieldError
 from .._optional import require
-from .base import Backend, check_texts
+from .base import Backend, check_ids, check_texts
 from .bert import _layer_norm, gelu
 from .bert_model import SentenceEncoder, read_json
 
@@ -198,18 +198,27 @@ class SpladeBackend(Backend):
     def embed_encoded(self, seqs: list[list[int]]) -> np.ndarray:
         raise self._not_pooled()
 
-    def _pooled_chunks(self, texts: list[str], side: str = "right"):
+    def _wrap(self, ids: list[list[int]], side: str) -> list[list[int]]:
+        """Token ids without special tokens, cut to ``max_tokens`` at ``side``'s end and wrapped in them."""
+        enc = self.encoder
+        pre, suf = enc._prefix, enc._suffix
+        room = enc.max_tokens - len(pre) - len(suf)
+        if side == "right":
+            return [pre + s[:room] + suf for s in ids]
+        return [pre + (s[len(s) - room:] if len(s) > room else s) + suf for s in ids]
+
+    def _pooled_chunks(self, texts: list[str], side: str = "right", seqs: list[list[int]] | None = None):
         """``(input indexes, (rows, vocab) weights)`` per engine call, texts cut at ``max_tokens`` keeping their
         first tokens (``side`` "right", the tokenizer's truncation) or their last ("left"), inside the special
-        tokens."""
-        check_texts(texts)
+        tokens; or the sequences ``seqs`` as they are."""
         enc = self.encoder
-        if side == "right":
+        if seqs is not None:
+            pass
+        elif side == "right":
+            check_texts(texts)
             seqs = [e.ids for e in enc._tok.encode_batch(enc._prepare(list(texts)))]
         else:
-            pre, suf = enc._prefix, enc._suffix
-            room = enc.max_tokens - len(pre) - len(suf)
-            seqs = [pre + (ids[len(ids) - room:] if len(ids) > room else ids) + suf for ids in enc.split_tokens(texts)]
+            seqs = self._wrap(enc.split_tokens(texts), side)
         lengths = np.fromiter((len(s) for s in seqs), dtype=np.intp, count=len(seqs))
         if not lengths.all():
             raise ValueError(f"input {int(np.argmin(lengths))} has no tokens at all")
@@ -232,12 +241,29 @@ class SpladeBackend(Backend):
         over ``max_tokens`` keeps its first tokens (``side`` "right") or its last ("left"). Each engine call's
         weights are made sparse before the next runs, so memory holds one call's ``rows x vocab`` floats,
         not the request's."""
-        parts: list[tuple[np.ndarray, np.ndarray]] = [None] * len(texts)  # type: ignore[list-item]
-        for rows, weights in self._pooled_chunks(texts, side):
+        return self._sparse(self._pooled_chunks(texts, side), len(texts))
+
+    def embed_sparse_ids(self, ids: list[list[int]], side: str = "right") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`embed_sparse` of token-id sequences (the tokenizer's ids, as :meth:`embed_tokens` of a dense
+        model takes them: a sequence already wrapped in the special tokens is taken as complete)."""
+        check_ids(ids, self.sparse_vocab_size)
+        enc = self.encoder
+        pre, suf = enc._prefix, enc._suffix
+        bare = []
+        for seq in ids:
+            seq = [int(t) for t in seq]
+            if len(seq) >= len(pre) + len(suf) and seq[:len(pre)] == pre and (not suf or seq[len(seq) - len(suf):] == suf):
+                seq = seq[len(pre):len(seq) - len(suf)]
+            bare.append(seq)
+        return self._sparse(self._pooled_chunks([], side, self._wrap(bare, side)), len(ids))
+
+    def _sparse(self, chunks, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        parts: list[tuple[np.ndarray, np.ndarray]] = [None] * n  # type: ignore[list-item]
+        for rows, weights in chunks:
             for r, row in zip(rows.tolist(), weights):
                 idx = np.flatnonzero(row > 0)
                 parts[r] = (idx.astype(np.uint32), row[idx])
-        if not texts:
+        if not n:
             return np.zeros(0, np.uint32), np.zeros(0, _F32), np.zeros(0, np.int64)
         nnz = np.fromiter((p[0].size for p in parts), np.int64, count=len(parts))
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), nnz

@@ -186,7 +186,7 @@ def dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any], 
     }
     if sparse:
         sparse_request = {"type": "object", "required": ["inputs"], "properties": {
-            "inputs": {"anyOf": [text, {"type": "array", "minItems": 1, "maxItems": max_inputs, "items": text}]},
+            "inputs": tei_request["properties"]["inputs"],
             "truncate": tei_request["properties"]["truncate"],
             "truncation_direction": tei_request["properties"]["truncation_direction"],
             "prompt_name": tei_request["properties"]["prompt_name"],
@@ -206,7 +206,8 @@ def dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any], 
                                    s413="too many inputs or an input too long with truncate false (Validation); "
                                         "a body too large, or an answer over --max-token-output-bytes",
                                    s415="unsupported Content-Type",
-                                   s422="a field of the wrong type or out of range, token-id inputs, a prompt_name",
+                                   s422="a field of the wrong type or out of range, a token id outside the "
+                                        "vocabulary, a prompt_name",
                                    s429="overloaded", s503="the model is not ready")},
         }}
     if not tokenizer:

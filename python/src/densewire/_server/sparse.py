@@ -22,7 +22,7 @@ from .limits import too_long
 if TYPE_CHECKING:
     from .embedder import Embedder
 
-__all__ = ["embed_sparse", "no_sparse", "SPARSE", "SPARSE_LEFT", "sparse_vocab_size", "top_k"]
+__all__ = ["embed_sparse", "embed_sparse_ids", "no_sparse", "SPARSE", "SPARSE_LEFT", "sparse_vocab_size", "top_k"]
 
 #: the memory cache's ``dims`` part of the key for sparse vectors (vectors use 0 or their dimensions,
 #: token states TOKEN_STATES = -1); an entry is the vector's indices (as float32 bits) then its values
@@ -100,16 +100,51 @@ async def embed_sparse(service: "Embedder", texts: list[str], *, truncate: bool,
             found[t] = (indices[a:b], values[a:b])
             mem.put((kind, t), np.concatenate([indices[a:b].view(np.float32), values[a:b]]), count_of[t])
         service._update_cache_gauges()
-    parts = [top_k(*found[t], max_active_dims) for t in texts]
+    sparse = _answer(service, [top_k(*found[t], max_active_dims) for t in texts], vocab)
+    service.metrics.inputs.inc(len(texts))
+    return sparse, kept, [i for i, c in enumerate(counts) if c > limit]
+
+
+async def embed_sparse_ids(service: "Embedder", ids: list[list[int]], *, truncate: bool,
+                           max_active_dims: int | None = None, side: str = "right") -> tuple[SparseVectors, list[int], list[int]]:
+    """:func:`embed_sparse` of token-id inputs (TEI's ``inputs`` as ids): each sequence as the backend's
+    ``embed_sparse_ids`` takes it (the tokenizer's ids; the special tokens added unless it has them), cut
+    at the model's maximum only with ``truncate``. Not cached (as token-id vectors are not)."""
+    backend = service.backend
+    fn = getattr(backend, "embed_sparse_ids", None)
+    if fn is None:
+        raise no_sparse(service, "inputs") if getattr(backend, "embed_sparse", None) is None else InvalidFieldError(
+            f"the model {service.model_id} takes no token-id inputs for sparse output; send the texts", field="inputs")
+    bound = getattr(backend, "_vocab", None)  # a tokenizer's vocabulary (the hash model has none)
+    for i, seq in enumerate(ids):
+        if bound and len(seq) and max(seq) >= bound:
+            raise InvalidFieldError(f"token id {max(seq)} is not in the vocabulary of {bound} tokens", field=f"inputs[{i}]")
+    special = int(getattr(backend, "special_token_count", 0))
+    counts = [len(seq) + special for seq in ids]
+    limit = service.max_tokens
+    if not truncate:
+        for i, c in enumerate(counts):
+            if c > limit:
+                raise too_long(i, c, limit)
+    service.metrics.cache_misses.inc(len(ids))
+    loop = asyncio.get_running_loop()
+    indices, values, nnz = await loop.run_in_executor(service._model_pool, fn, ids, side)
+    offsets = np.concatenate([[0], np.cumsum(nnz)]).astype(np.int64)
+    parts = [top_k(indices[a:b], values[a:b], max_active_dims) for a, b in zip(offsets[:-1], offsets[1:])]
+    sparse = _answer(service, parts, int(backend.sparse_vocab_size))
+    service.metrics.inputs.inc(len(ids))
+    return sparse, [min(c, limit) for c in counts], [i for i, c in enumerate(counts) if c > limit]
+
+
+def _answer(service: "Embedder", parts: list[tuple[np.ndarray, np.ndarray]], vocab: int) -> SparseVectors:
+    """The answer of ``parts`` (each input's indices and values), refused past --max-token-output-bytes."""
     nnz_all = [p[0].size for p in parts]
-    nbytes = 8 * sum(nnz_all) + 4 * (len(texts) + 1)
+    nbytes = 8 * sum(nnz_all) + 4 * (len(parts) + 1)
     if nbytes > service.cfg.max_token_output_bytes:
         raise PayloadTooLargeError(
             f"{sum(nnz_all)} non-zero weights x 8 bytes (index and value) = {nbytes} bytes of sparse output is over "
             f"the limit of {service.cfg.max_token_output_bytes} bytes (--max-token-output-bytes); send fewer "
             "inputs or ask for max_active_dims", field="input")
-    service.metrics.inputs.inc(len(texts))
-    sparse = SparseVectors(np.concatenate([p[0] for p in parts]).astype(np.uint32, copy=False),
-                           np.concatenate([p[1] for p in parts]).astype(np.float32, copy=False),
-                           np.concatenate([[0], np.cumsum(nnz_all)]), vocab)
-    return sparse, kept, [i for i, c in enumerate(counts) if c > limit]
+    return SparseVectors(np.concatenate([p[0] for p in parts]).astype(np.uint32, copy=False),
+                         np.concatenate([p[1] for p in parts]).astype(np.float32, copy=False),
+                         np.concatenate([[0], np.cumsum(nnz_all)]), vocab)

@@ -24,7 +24,7 @@ from densewire import Embeddings, InvalidFieldError, SparseVectors, Usage
 from .dialects import _length_error, _object, _optional, _tei_direction, _tei_inputs, _with_status, tei_error
 from .pipeline import Call, run_call
 from .request import _integer
-from .sparse import embed_sparse, no_sparse, sparse_vocab_size
+from .sparse import embed_sparse, embed_sparse_ids, no_sparse, sparse_vocab_size
 from .vllm import _POOLING_DTYPES, _choice, _pooling_inputs, _vllm_matrix_bytes
 
 __all__ = ["tei_embed_sparse", "vllm_sparse_pooling", "tei_sparse_json"]
@@ -57,9 +57,6 @@ async def tei_embed_sparse(request: Request) -> Response:
         if sparse_vocab_size(service) is None:  # TEI: 424 "model is not an embedding model with SPLADE pooling"
             raise _with_status(no_sparse(service), 400, "Validation")
         texts, ids = _tei_inputs(doc.get("inputs"), cfg.max_client_batch_size)
-        if texts is None:
-            raise _with_status(InvalidFieldError("token-id inputs are not served on /embed_sparse; send the texts",
-                                                 field="inputs"), 422, "Validation")
         truncate = _optional(doc, "truncate", bool, "a boolean")
         side = _tei_direction(doc)
         prompt = _optional(doc, "prompt_name", str, "a string")
@@ -68,9 +65,12 @@ async def tei_embed_sparse(request: Request) -> Response:
                 f"prompt_name {prompt!r} is not a prompt of the model (it defines none)", field="prompt_name"),
                 422, "Validation")
         k = _max_active_dims(doc)
+        cut_long = cfg.auto_truncate if truncate is None else truncate
         try:
-            sparse, counts, cut = await embed_sparse(service, texts, truncate=cfg.auto_truncate if truncate is None
-                                                     else truncate, max_active_dims=k, side=side)
+            if texts is None:  # token ids (TEI's inputs may be ids)
+                sparse, counts, cut = await embed_sparse_ids(service, ids, truncate=cut_long, max_active_dims=k, side=side)
+            else:
+                sparse, counts, cut = await embed_sparse(service, texts, truncate=cut_long, max_active_dims=k, side=side)
         except InvalidFieldError as err:
             raise _length_error(err, "inputs", "send truncate: true to embed its first tokens, or run the server "
                                 "with --auto-truncate", tei=True) from None
