@@ -16,18 +16,15 @@ errors in the route's envelope), with the model's truncation rules and ``--max-t
 from __future__ import annotations
 
 import json
-import sys
 import time
 import uuid
-from typing import Any
 
-import numpy as np
 import orjson
 import pybase64
 from starlette.requests import Request
 from starlette.responses import Response
 
-from densewire import Embeddings, InvalidFieldError, RaggedTensor, Tensor, Usage, convert
+from densewire import Embeddings, InvalidFieldError, RaggedTensor, Usage
 
 from .dialects import _object, _optional, _tei_direction, _tei_inputs, _with_status, _length_error, tei_error
 from .pipeline import Call, openai_error, run_call
