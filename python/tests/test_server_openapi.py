@@ -29,10 +29,10 @@ def test_document_shape(server) -> None:
     assert doc["components"]["schemas"]["EmbeddingsRequest"]["additionalProperties"] is False
     assert set(doc["paths"]) == {"/v1/embeddings", "/v1/models", "/v1/models/{model_id}", "/v1/quantization/{id}",
                                  "/health", "/ready", "/metrics", "/openapi.json", "/v1/tables", "/v1/tables/{name}",
-                                 "/demo/", "/", "/embed", "/info", "/v2/embed", "/api/embed",
+                                 "/demo/", "/", "/embed", "/embed_sparse", "/info", "/v2/embed", "/api/embed",
                                  "/api/embeddings", "/v2", "/v2/health/live", "/v2/health/ready",
                                  *(f"/v2/models/{{model_name}}{v}{r}" for v in ("", "/versions/{version}")
-                                   for r in ("", "/ready", "/infer"))}  # no /tokenize: hash
+                                   for r in ("", "/ready", "/infer"))}  # no /tokenize: hash; /embed_sparse: hash answers sparse vectors
 
 
 def test_document_lists_overload_and_readiness(server) -> None:

@@ -1,7 +1,8 @@
 """What every BERT-family engine shares: reading a model folder, the tokenizer, pooling.
 
 A sentence-transformers folder (or a bare Hugging Face BERT folder) holds
-``config.json``, ``model.safetensors`` and ``tokenizer.json``, and optionally
+``config.json``, ``model.safetensors`` and ``tokenizer.json`` (or, as older BERT repositories such as
+naver/splade-* ship, ``vocab.txt`` with ``tokenizer_config.json``: :func:`load_tokenizer`), and optionally
 ``sentence_bert_config.json`` (max length, lower-casing) and ``modules.json``
 with a Pooling config and a Normalize module. :class:`BertModel` reads all of
 it into one canonical form (weights as ``(in, out)`` float32 matrices, the
@@ -65,7 +66,10 @@ def read_pipeline(folder: Path) -> tuple[list[str], bool]:
     normalize = False
     for mod in read_json(modules_file):
         kind = str(mod.get("type", "")).rsplit(".", 1)[-1]
-        if kind == "Transformer":
+        if kind in ("Transformer", "MLMTransformer"):
+            continue
+        if kind == "SpladePooling":  # a SparseEncoder: its head and pooling are splade.py's
+            modes = ["splade"]
             continue
         if kind == "Normalize":
             normalize = True
@@ -84,9 +88,44 @@ def read_pipeline(folder: Path) -> tuple[list[str], bool]:
         else:
             raise ValueError(
                 f"{modules_file}: module type {mod.get('type')!r} is not supported by the "
-                f"built-in runtime (only Transformer, Pooling, Normalize); use 'st:{folder}'"
+                f"built-in runtime (only Transformer, Pooling, Normalize, and a SparseEncoder's MLMTransformer "
+                f"and SpladePooling); use 'st:{folder}'"
             )
     return modes or ["mean"], normalize
+
+
+def load_tokenizer(folder: Path) -> "tokenizers.Tokenizer":  # noqa: F821
+    """The folder's ``tokenizer.json``; without one, the BERT WordPiece tokenizer of its ``vocab.txt`` and
+    ``tokenizer_config.json`` built as transformers' ``BertTokenizerFast`` converter builds it (BERT's
+    normalizer with the config's ``do_lower_case`` and ``strip_accents``, its pre-tokenizer, WordPiece
+    with ``[UNK]`` and 100 characters a word, ``[CLS] $A [SEP]``)."""
+    tokenizers = require("tokenizers", extra="serve", feature="the BERT engines")
+    if (folder / "tokenizer.json").is_file():
+        return tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
+    cfg_file = folder / "tokenizer_config.json"
+    cfg = read_json(cfg_file) if cfg_file.is_file() else {}
+    vocab = {}
+    with open(folder / "vocab.txt", encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            vocab.setdefault(line.rstrip("\n"), i)
+    unk, cls, sep = (str(cfg.get(k, d)) for k, d in (("unk_token", "[UNK]"), ("cls_token", "[CLS]"),
+                                                     ("sep_token", "[SEP]")))
+    missing = [t for t in (unk, cls, sep) if t not in vocab]
+    if missing:
+        raise ValueError(f"{folder / 'vocab.txt'} lacks the special tokens {', '.join(missing)}")
+    tok = tokenizers.Tokenizer(tokenizers.models.WordPiece(vocab, unk_token=unk, max_input_chars_per_word=100))
+    lower = bool(cfg.get("do_lower_case", True))
+    tok.normalizer = tokenizers.normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=bool(cfg.get("tokenize_chinese_chars", True)),
+        strip_accents=cfg.get("strip_accents"), lowercase=lower)
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = tokenizers.processors.TemplateProcessing(
+        single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+        special_tokens=[(cls, vocab[cls]), (sep, vocab[sep])])
+    tok.decoder = tokenizers.decoders.WordPiece(prefix="##")
+    for t in {unk, cls, sep, str(cfg.get("pad_token", "[PAD]")), str(cfg.get("mask_token", "[MASK]"))} & set(vocab):
+        tok.add_special_tokens([tokenizers.AddedToken(t, special=True)])
+    return tok
 
 
 def name_from_folder(folder: Path) -> str:
@@ -132,7 +171,8 @@ class BertModel:
 
     def __init__(self, path: str | Path, max_tokens: int | None = None) -> None:
         folder = Path(path).expanduser()
-        missing = [f for f in ("config.json", "model.safetensors", "tokenizer.json") if not (folder / f).is_file()]
+        missing = [f for f in ("config.json", "model.safetensors", "tokenizer.json") if not (folder / f).is_file()
+                   and not (f == "tokenizer.json" and (folder / "vocab.txt").is_file())]
         if "model.safetensors" in missing and (folder / "pytorch_model.bin").is_file():
             missing.append("(only pytorch_model.bin is there, which needs torch: convert it to "
                            f"safetensors, or serve it with 'st:{folder}')")
@@ -268,11 +308,10 @@ class SentenceEncoder(Backend):
         self.name = name or name_from_folder(m.folder)
         self.path = m.folder
         self._vocab = int(m.config.get("vocab_size", 0)) or None
-        file = str(m.folder / "tokenizer.json")
-        self._tok = Tokenizer.from_file(file)
+        self._tok = load_tokenizer(m.folder)
         self._tok.no_padding()
         self._tok.enable_truncation(max_length=self.max_tokens)
-        self._counter = Tokenizer.from_file(file)  # own object: truncation state is per tokenizer
+        self._counter = load_tokenizer(m.folder)  # own object: truncation state is per tokenizer
         self._counter.no_padding()
         self._counter.no_truncation()
         # the longest vocabulary piece (without WordPiece's '##'), plus one separator: no token covers more

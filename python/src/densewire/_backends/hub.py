@@ -22,6 +22,7 @@ __all__ = ["HUB_FILES", "is_hub_id", "resolve_hub_model", "hub_cache_dir"]
 HUB_FILES = [
     "config.json", "model.safetensors", "tokenizer.json", "modules.json",
     "sentence_bert_config.json", "*_Pooling/config.json", "config_sentence_transformers.json",
+    "vocab.txt", "tokenizer_config.json", "*_SpladePooling/config.json",  # older BERT repos; SparseEncoders
 ]
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}(@[A-Za-z0-9._/-]+)?$")
 

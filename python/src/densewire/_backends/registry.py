@@ -19,6 +19,7 @@ from .engines import load_bert
 from .hash import HashBackend
 from .hub import is_hub_id, resolve_hub_model
 from .sentence_transformers import SentenceTransformerBackend
+from .splade import SpladeBackend
 from .upstream import UpstreamBackend
 
 __all__ = ["load_backend", "DEFAULT_SPEC"]
@@ -60,8 +61,29 @@ def _looks_like_path(spec: str) -> bool:
     )
 
 
+#: TEI's --pooling values -> the pooling modes of bert_model (splade: splade.SpladeBackend)
+POOLINGS = {"cls": "cls", "mean": "mean", "last-token": "lasttoken", "splade": "splade"}
+
+
+def with_pooling(backend: Backend, pooling: str | None) -> Backend:
+    """A BERT engine backend with TEI's ``--pooling``: ``splade`` (or, with None, a SparseEncoder folder)
+    wraps it in :class:`SpladeBackend`; ``cls``, ``mean``, ``last-token`` replace its pooling."""
+    if pooling is not None and pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}")
+    own = getattr(getattr(backend, "model", None), "pooling", None)
+    if pooling == "splade" or (pooling is None and own == ["splade"]):
+        return SpladeBackend(backend)  # type: ignore[arg-type]
+    if pooling is not None:
+        if own == ["splade"]:
+            raise ValueError(f"{backend.name} is a SparseEncoder (SPLADE pooling): --pooling {pooling} does not apply")
+        backend.model.pooling = [POOLINGS[pooling]]  # type: ignore[attr-defined]
+        backend.model.dimensions = backend.dimensions = backend.model.hidden  # type: ignore[attr-defined]
+    return backend
+
+
 def load_backend(spec: str = DEFAULT_SPEC, *, engine: str | None = None, precision: str | None = None,
-                 quantize: str | None = None, threads: int | None = None, **options: Any) -> Backend:
+                 quantize: str | None = None, threads: int | None = None, pooling: str | None = None,
+                 **options: Any) -> Backend:
     """Build a backend from a short spec string.
 
     * ``"minilm"`` / ``"default"`` / ``""`` / the model id
@@ -77,7 +99,8 @@ def load_backend(spec: str = DEFAULT_SPEC, *, engine: str | None = None, precisi
     ``engine`` (``"auto"``, the default, ``"onnx"``, ``"openvino"`` or ``"numpy"``),
     ``precision`` (``"auto"``, the default, ``"fp32"``, ``"bf16"`` or ``"int8"``;
     ``quantize="int8"`` is its older spelling of int8) and ``threads`` (intra-op
-    threads) apply to the built-in BERT engine (see ``engines.load_bert``). Extra keyword options
+    threads) apply to the built-in BERT engine (see ``engines.load_bert``), and so does ``pooling``
+    (TEI's ``--pooling``: :func:`with_pooling`; ``"splade"`` for a BertForMaskedLM checkpoint). Extra keyword options
     go to the backend's constructor; unknown ones raise ``ValueError`` naming them.
     """
     bert = dict(engine=engine, precision=precision, quantize=quantize, threads=threads)
@@ -91,13 +114,16 @@ def load_backend(spec: str = DEFAULT_SPEC, *, engine: str | None = None, precisi
         low in (BUILTIN_MODEL_NAME.lower(), "all-minilm-l6-v2") and not os.path.isdir(spec)
     ):
         options.setdefault("name", BUILTIN_MODEL_NAME)
-        return load_bert(default_model_path(), "built-in minilm", _construct, **bert, **options)
+        return with_pooling(load_bert(default_model_path(), "built-in minilm", _construct, **bert, **options), pooling)
 
     prefix, sep, rest = spec.partition(":")
     prefix_l = prefix.lower()
     if sep and prefix_l in ("hash", "st", "upstream") and quantize not in (None, "", "none"):
         raise ValueError(f"backend spec {raw!r}: quantize={quantize!r} applies only to BERT models "
                          f"(minilm, a model folder or a Hugging Face id)")
+    if sep and prefix_l in ("hash", "st", "upstream") and pooling is not None:
+        raise ValueError(f"backend spec {raw!r}: pooling={pooling!r} applies only to BERT models "
+                         f"(a model folder or a Hugging Face id)")
     if sep and prefix_l in ("hash", "st", "upstream") and precision not in (None, "", "auto"):
         raise ValueError(f"backend spec {raw!r}: precision={precision!r} applies only to BERT models "
                          f"(minilm, a model folder or a Hugging Face id)")
@@ -128,15 +154,15 @@ def load_backend(spec: str = DEFAULT_SPEC, *, engine: str | None = None, precisi
             )
         return _construct(UpstreamBackend, "upstream", url, **options)
     if not os.path.exists(spec) and is_hub_id(spec):
-        return load_bert(resolve_hub_model(spec), f"Hugging Face model {spec}", _construct, **bert,
-                         **{"name": spec.partition("@")[0], **options})
+        return with_pooling(load_bert(resolve_hub_model(spec), f"Hugging Face model {spec}", _construct, **bert,
+                                      **{"name": spec.partition("@")[0], **options}), pooling)
     if _looks_like_path(spec):
         path = Path(spec).expanduser()
         if not path.exists():
             raise ValueError(f"backend spec {raw!r}: no such model folder {str(path)!r}")
         if not path.is_dir():
             raise ValueError(f"backend spec {raw!r}: {str(path)!r} is not a folder")
-        return load_bert(path, "built-in BERT", _construct, **bert, **options)
+        return with_pooling(load_bert(path, "built-in BERT", _construct, **bert, **options), pooling)
     if sep:
         raise ValueError(f"backend spec {raw!r}: unknown prefix {prefix!r}; {_SPEC_HELP}")
     raise ValueError(f"backend spec {raw!r} is neither a known name nor an existing folder; {_SPEC_HELP}")

@@ -57,6 +57,7 @@ from densewire._optional import require
 from .admission import Admission, Ticket
 from .config import ServerConfig, config_from_env, validate
 from .dialects import cohere_embed, ollama_embed, ollama_embeddings, tei_embed, tei_info, tei_tokenize
+from .sparse_routes import tei_embed_sparse
 from .tokens import tei_embed_all, vllm_pooling
 from .embedder import Embedder
 from .kserve_routes import (kserve_infer, kserve_live, kserve_model_metadata, kserve_model_ready, kserve_ready,
@@ -179,7 +180,7 @@ class ServerState:
 def _engine_options(cfg: ServerConfig) -> dict[str, Any]:
     """--engine, --precision, --quantize and --blas-threads (intra-op threads) for load_backend (issues 19, 26)."""
     return {"engine": cfg.engine, "precision": cfg.precision, "quantize": cfg.quantize,
-            "threads": cfg.blas_threads or None}
+            "threads": cfg.blas_threads or None, "pooling": cfg.pooling}
 
 
 def _engine_fields(e: Embedder) -> dict[str, Any]:
@@ -368,6 +369,7 @@ async def openapi(request: Request) -> Response:
         public_tables=st.cfg.public_tables, can_cut=e.can_cut if e else True,
         tokenizer=hasattr(e.backend, "token_spans") if e else True, max_tokens=e.max_tokens if e else None,
         quantize=getattr(e, "quantization", None) is not None if e else False, token_ids_mode=e.token_ids if e else "cl100k_base",
+        sparse=getattr(e.backend, "embed_sparse", None) is not None if e else False,
     )
     return _json(doc)
 
@@ -420,6 +422,7 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
         Route("/v1/embeddings", embeddings, methods=["POST"]),
         Route("/embed", tei_embed, methods=["POST"]),
         Route("/embed_all", tei_embed_all, methods=["POST"]),
+        Route("/embed_sparse", tei_embed_sparse, methods=["POST"]),
         Route("/pooling", vllm_pooling, methods=["POST"]),
         Route("/tokenize", tei_tokenize, methods=["POST"]),
         Route("/info", tei_info, methods=["GET"]),

@@ -129,6 +129,7 @@ class ServerConfig:
     engine: str | None = None  # issue 26: None = auto (precision.choose), or onnx, openvino, numpy
     precision: str = "auto"  # issue 26: auto (bf16 on a CPU with AMX/AVX512_BF16, else fp32), fp32, bf16, int8
     quantize: str = "none"  # the older name of --precision int8
+    pooling: str | None = None  # TEI's --pooling: splade serves a BertForMaskedLM checkpoint's sparse vectors
     cache_bytes: int = 256 * MiB
     prewarm: str | None = None
     prewarm_interval: float = 0.0
@@ -202,8 +203,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_body_bytes", _size, "largest request body, compressed and decompressed "
             "(default 16M)", "BYTES"),
     Setting("max_token_output_bytes", _size, "largest per-token answer (POST /embed_all, /pooling): its "
-            "tokens x hidden size x 4 bytes, checked before the model runs; over it the request is a 413 "
-            "naming the limit (default 64M: 1,000 texts x 512 tokens x 384 floats is 750 MB)", "BYTES"),
+            "tokens x hidden size x 4 bytes, checked before the model runs, and sparse answer (POST "
+            "/embed_sparse): 8 bytes per non-zero; over it the request is a 413 naming the limit (default 64M: 1,000 texts x 512 tokens x 384 floats is 750 MB)", "BYTES"),
     Setting("max_concurrent_requests", int, "most embeddings requests being processed or waiting for the "
             "model at once; one more is answered at once with 429 and Retry-After (default 128, so that a burst "
             "of short requests is admitted; at the 9.6 answers/s measured on a loaded 2-core machine "
@@ -234,6 +235,11 @@ SETTINGS: tuple[Setting, ...] = (
             choices=("auto", "fp32", "bf16", "int8")),
     Setting("quantize", str, "the older name of --precision int8: none (default) or int8; it may not "
             "disagree with --precision", "MODE", choices=("none", "int8")),
+    Setting("pooling", _opt_str, "TEI's --pooling: splade serves a BertForMaskedLM checkpoint (a folder or "
+            "Hub id) as a SPLADE model, sparse vectors on POST /embed_sparse and vLLM's /pooling (a "
+            "sentence-transformers SparseEncoder folder is recognised without it); cls, mean or last-token "
+            "override a dense model's pooling (default: the model's own config)", "POOLING",
+            choices=("splade", "cls", "mean", "last-token")),
     Setting("cache_bytes", _size, "size of the in-process vector cache (default 256M; 0 = off)", "BYTES"),
     Setting("prewarm", _opt_str, "file of texts, one a line, embedded into the cache at start", "FILE"),
     Setting("prewarm_interval", float, "re-run the pre-warm every SECONDS (default 0 = only at start)",
@@ -357,6 +363,11 @@ def validate(cfg: ServerConfig) -> None:
         raise ValueError(f"--token-ids must be cl100k_base, model or reject (got {cfg.token_ids!r})")
     if cfg.engine not in (None, "auto", "onnx", "openvino", "numpy"):
         raise ValueError(f"--engine must be auto, onnx, openvino or numpy (got {cfg.engine!r})")
+    if cfg.pooling not in (None, "splade", "cls", "mean", "last-token"):
+        raise ValueError(f"--pooling must be splade, cls, mean or last-token (got {cfg.pooling!r})")
+    if cfg.pooling is not None and cfg.model.strip().lower().startswith(("hash:", "st:", "upstream:")):
+        raise ValueError(f"--pooling applies only to BERT-family models (a model folder or a Hugging Face id), "
+                         f"not --model {cfg.model}")
     if cfg.precision not in ("auto", "fp32", "bf16", "int8"):
         raise ValueError(f"--precision must be auto, fp32, bf16 or int8 (got {cfg.precision!r})")
     if cfg.quantize not in ("none", "int8"):

@@ -27,10 +27,10 @@ DIALECT_SCHEMAS = {
 
 def dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any], text: dict[str, Any],
                    security: list[Any], auth_errors: dict[str, Any], can_cut: bool, tokenizer: bool,
-                   max_tokens: int | None, quantize: bool) -> dict[str, Any]:
+                   max_tokens: int | None, quantize: bool, sparse: bool = False) -> dict[str, Any]:
     """TEI's, Cohere's and Ollama's routes (dialects.py, SPEC.md 6.4). A model that cannot cut inputs at
     either end (no tokenizer of its own) is documented without the values that ask for it; a model without
-    a tokenizer to show has no /tokenize."""
+    a tokenizer to show has no /tokenize, and a model without sparse output no /embed_sparse."""
     binary = {MEDIA_TYPES[f]: BINARY for f in FORMATS[1:]}
     rows = {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}
 
@@ -184,6 +184,32 @@ def dialect_paths(*, max_inputs: int, max_dims: int, token_ids: dict[str, Any], 
                           **ollama_errors},
         }},
     }
+    if sparse:
+        sparse_request = {"type": "object", "required": ["inputs"], "properties": {
+            "inputs": tei_request["properties"]["inputs"],
+            "truncate": tei_request["properties"]["truncate"],
+            "truncation_direction": tei_request["properties"]["truncation_direction"],
+            "prompt_name": tei_request["properties"]["prompt_name"],
+            "max_active_dims": {"type": "integer", "minimum": 1, "nullable": True,
+                                "description": "densewire: keep each vector's largest weights only"}}}
+        value = {"type": "object", "required": ["index", "value"],
+                 "properties": {"index": {"type": "integer", "minimum": 0}, "value": {"type": "number"}}}
+        paths["/embed_sparse"] = {"post": {
+            "operationId": "teiEmbedSparse", "security": security,
+            "requestBody": {"required": True, "content": {"application/json": {"schema": sparse_request}}},
+            "responses": {"200": {"description": "each input's non-zero weights, indices ascending (or densewire's "
+                                                 "sparse tensor by Accept)",
+                                  "content": {"application/json": {"schema": {
+                                      "type": "array", "items": {"type": "array", "items": value}}}, **binary}},
+                          **errors("TeiError", s400="empty inputs (Empty), malformed JSON",
+                                   s406="no acceptable media type",
+                                   s413="too many inputs or an input too long with truncate false (Validation); "
+                                        "a body too large, or an answer over --max-token-output-bytes",
+                                   s415="unsupported Content-Type",
+                                   s422="a field of the wrong type or out of range, a token id outside the "
+                                        "vocabulary, a prompt_name",
+                                   s429="overloaded", s503="the model is not ready")},
+        }}
     if not tokenizer:
         del paths["/tokenize"]
     return paths

@@ -23,30 +23,16 @@ from densewire import InvalidFieldError, NotFoundError, PayloadTooLargeError, Ra
 from .batcher import MicroBatcher
 from .cache import MemoryCache, RedisCache, redis_key
 from .config import ServerConfig, model_threads_for
-from .limits import char_bound, clip_text
+from .limits import char_bound, clip_text, too_long
 from .logs import log
 from .matryoshka import declared_matryoshka
 from .metrics import Metrics
+from .sparse import embed_sparse
 
 __all__ = ["Embedder", "reduce_dimensions", "too_long", "TOKEN_STATES"]
 
 #: the memory cache's ``dims`` part of the key for per-token states (vectors use 0 or their dimensions)
 TOKEN_STATES = -1
-
-
-def too_long(index: int, count: int, limit: int, *, clipped: bool = False, field: str = "input",
-             hint: str = "shorten it (split long documents into chunks), send truncate_prompt_tokens: -1 "
-                         "(or truncate: true) to embed its first tokens, or run the server with --auto-truncate"
-             ) -> InvalidFieldError:
-    """The error of an input longer than the model reads (no silent truncation, issue 27): it names the
-    input (``field[index]``), its token count and the limit, with OpenAI's "maximum context length"
-    phrasing. ``clipped``: the count is of a prefix already over the limit (limits.py), so "more than".
-    The numbers are kept on the error (``too_long``) for the routes that phrase it as their server does."""
-    many = f"more than {count}" if clipped else str(count)
-    err = InvalidFieldError(f"this model's maximum context length is {limit} tokens, however you requested "
-                            f"{many} tokens in this input; {hint}", field=f"{field}[{index}]")
-    err.too_long = (index, count, limit, clipped)  # type: ignore[attr-defined]
-    return err
 
 
 #: Token counting of inputs up to this many characters runs on the event loop (a tokenizer does
@@ -228,6 +214,12 @@ class Embedder:
         self.metrics.cache_entries.set(len(self.memory))
 
     # -- embedding -----------------------------------------------------------
+    def check_pooled(self) -> None:
+        """A model whose output is not pooled vectors (a SPLADE model: ``pooled = False``) is a 400
+        ``invalid_field`` on ``model`` on every route that answers them, naming where its output is."""
+        if not getattr(self.backend, "pooled", True):
+            raise self.backend._not_pooled()
+
     async def embed_texts(self, texts: list[str], dims: int | None, *, truncate: bool = True,
                           refresh: bool = False) -> tuple[np.ndarray, list[int]]:
         """``(vectors, token counts)``: float32 ``(len(texts), dims or native)`` and the untruncated
@@ -237,6 +229,7 @@ class Embedder:
         With ``truncate`` False, a text longer than the model's maximum is an ``InvalidFieldError``
         on ``input[i]`` before anything is computed. ``refresh`` rewrites every vector to Redis.
         """
+        self.check_pooled()
         d = dims or self.dimensions
         kd = dims or 0  # cache key: 0 = the model's own vectors, k = cut to k and renormalised
         if not texts:
@@ -406,6 +399,7 @@ class Embedder:
         keeping the first tokens (``side`` "right") or the last ("left"); ``(vectors, token counts,
         indexes of the texts that were cut)``. Not cached. A model without a tokenizer of its own is an
         ``InvalidFieldError`` on ``field``."""
+        self.check_pooled()
         split = getattr(self.backend, "split_tokens", None)
         if split is None and getattr(self.backend, "tokens_are_words", False):
             keep = min(limit or self.max_tokens, self.max_tokens)
@@ -444,6 +438,7 @@ class Embedder:
 
     async def embed_token_ids(self, ids: list[list[int]], dims: int | None) -> np.ndarray:
         """Embed token-id inputs (not cached: they are rare and model-specific)."""
+        self.check_pooled()
         self.metrics.cache_misses.inc(len(ids))
         loop = asyncio.get_running_loop()
         t0 = time.perf_counter()
@@ -481,8 +476,12 @@ class Embedder:
         t0 = time.perf_counter()
         texts = await self.in_cpu_pool(self.read_prewarm_file, path)
         step = max(1, min(1024, self.cfg.max_client_batch_size))
-        for i in range(0, len(texts), step):
-            await self.embed_texts(texts[i:i + step], None, refresh=True)
+        if not getattr(self.backend, "pooled", True):  # a SPLADE model: its sparse vectors, into their cache
+            for i in range(0, len(texts), 32):
+                await embed_sparse(self, texts[i:i + 32], truncate=True)
+        else:
+            for i in range(0, len(texts), step):
+                await self.embed_texts(texts[i:i + step], None, refresh=True)
         elapsed = time.perf_counter() - t0
         self.prewarm_state.update(texts=len(texts), runs=self.prewarm_state["runs"] + 1,
                                   last_seconds=round(elapsed, 3))

@@ -41,7 +41,9 @@ import ctypes
 import ctypes.util
 from typing import Callable, Sequence
 
-__all__ = ["char_bound", "clip_text", "release_memory", "TRIM_AFTER_BYTES"]
+from densewire import InvalidFieldError
+
+__all__ = ["char_bound", "clip_text", "release_memory", "too_long", "TRIM_AFTER_BYTES"]
 
 #: A request whose body or response reaches this size is followed by ``malloc_trim``.
 TRIM_AFTER_BYTES = 1 << 20
@@ -114,3 +116,18 @@ def release_memory() -> bool:
         return False
     _TRIM(0)
     return True
+
+
+def too_long(index: int, count: int, limit: int, *, clipped: bool = False, field: str = "input",
+             hint: str = "shorten it (split long documents into chunks), send truncate_prompt_tokens: -1 "
+                         "(or truncate: true) to embed its first tokens, or run the server with --auto-truncate"
+             ) -> InvalidFieldError:
+    """The error of an input longer than the model reads (no silent truncation, issue 27): it names the
+    input (``field[index]``), its token count and the limit, with OpenAI's "maximum context length"
+    phrasing. ``clipped``: the count is of a prefix already over the limit (limits.py), so "more than".
+    The numbers are kept on the error (``too_long``) for the routes that phrase it as their server does."""
+    many = f"more than {count}" if clipped else str(count)
+    err = InvalidFieldError(f"this model's maximum context length is {limit} tokens, however you requested "
+                            f"{many} tokens in this input; {hint}", field=f"{field}[{index}]")
+    err.too_long = (index, count, limit, clipped)  # type: ignore[attr-defined]
+    return err

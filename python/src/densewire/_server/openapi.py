@@ -25,7 +25,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                   vocab_size: int | None = None, tables: list[str] | None = None,
                   public_tables: bool = False, can_cut: bool = True, tokenizer: bool = True,
                   max_tokens: int | None = None, quantize: bool = False,
-                  token_ids_mode: str = "model") -> dict[str, Any]:
+                  token_ids_mode: str = "model", sparse: bool = False) -> dict[str, Any]:
     max_dims = dimensions or 65536
     text = {"type": "string", "minLength": 1}
     token_ids = {"type": "array", "minItems": 1,
@@ -338,7 +338,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
     }
     doc["paths"].update(dialect_paths(max_inputs=max_inputs, max_dims=max_dims, token_ids=token_ids, text=text,
                                        security=security, auth_errors=auth_errors, can_cut=can_cut,
-                                       tokenizer=tokenizer, max_tokens=max_tokens, quantize=quantize))
+                                       tokenizer=tokenizer, max_tokens=max_tokens, quantize=quantize, sparse=sparse))
     doc["components"]["schemas"].update(DIALECT_SCHEMAS)
     doc["paths"].update(kserve_paths(model_id=model_id, dimensions=dimensions, max_inputs=max_inputs,
                                      security=security, auth_errors=auth_errors))

@@ -185,7 +185,7 @@ def load_quantizer(backend: Any, model_id: str) -> Quantizer:
 
 def calibrates_at_load(backend: Any) -> bool:
     """Whether the server calibrates when the model loads: every backend but a remote one."""
-    return not isinstance(backend, UpstreamBackend)
+    return not isinstance(backend, UpstreamBackend) and getattr(backend, "pooled", True)  # a SPLADE model has none
 
 
 class LazyQuantizer:

@@ -16,30 +16,28 @@ errors in the route's envelope), with the model's truncation rules and ``--max-t
 from __future__ import annotations
 
 import json
-import sys
 import time
 import uuid
-from typing import Any
 
-import numpy as np
 import orjson
 import pybase64
 from starlette.requests import Request
 from starlette.responses import Response
 
-from densewire import Embeddings, InvalidFieldError, RaggedTensor, Tensor, Usage, convert
+from densewire import Embeddings, InvalidFieldError, RaggedTensor, Usage
 
 from .dialects import _object, _optional, _tei_direction, _tei_inputs, _with_status, _length_error, tei_error
 from .pipeline import Call, openai_error, run_call
-from .request import _integer, _type_name
+from .request import _integer
+from .sparse_routes import vllm_sparse_pooling
+from .vllm import _POOLING_DTYPES, _choice, _pooling_inputs, _vllm_matrix_bytes
 
 __all__ = ["tei_embed_all", "vllm_pooling", "POOLING_FIELDS"]
 
 #: the fields of vLLM's PoolingCompletionRequest that /pooling reads (others are invalid_field)
 POOLING_FIELDS = ("model", "input", "task", "encoding_format", "embed_dtype", "endianness", "truncate_prompt_tokens",
                   "request_id", "user", "priority", "add_special_tokens", "use_activation", "normalize",
-                  "cache_salt", "mm_processor_kwargs", "dimensions")
-_POOLING_DTYPES = ("float32", "float16", "bfloat16")
+                  "cache_salt", "mm_processor_kwargs", "dimensions", "max_active_dims")
 
 
 async def _states(call: Call, texts: list[str], truncate: bool, field: str, hint: str, *, tei: bool) -> Embeddings:
@@ -90,38 +88,6 @@ async def tei_embed_all(request: Request) -> Response:
 
 # -- vLLM ----------------------------------------------------------------------------------------------
 
-def _choice(doc: dict[str, Any], key: str, allowed: tuple[str, ...], default: str) -> str:
-    v = doc.get(key)
-    if v is None:
-        return default
-    if v not in allowed:
-        raise InvalidFieldError(f"must be one of {', '.join(allowed)}, not {v!r}", field=key)
-    return v
-
-
-def _pooling_inputs(value: Any, max_inputs: int) -> list[str]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value or not all(isinstance(s, str) and s for s in value):
-        raise InvalidFieldError(f"must be a non-empty string or array of non-empty strings, not {_type_name(value)}",
-                                field="input")
-    if len(value) > max_inputs:
-        raise InvalidFieldError(f"{len(value)} inputs; at most {max_inputs} are allowed", field="input")
-    return value
-
-
-def _vllm_matrix_bytes(m: np.ndarray, embed_dtype: str, endianness: str) -> bytes:
-    """One matrix as vLLM writes a tensor's bytes: in ``embed_dtype`` and the byte order asked for."""
-    if embed_dtype == "float16":
-        arr = m.astype(np.float16)
-    elif embed_dtype == "bfloat16":
-        arr = convert(Tensor.from_array(np.ascontiguousarray(m, np.float32)), "bfloat16").array
-    else:
-        arr = np.ascontiguousarray(m, np.float32)
-    order = sys.byteorder if endianness == "native" else endianness
-    return (arr.byteswap() if order == "big" else arr).tobytes()
-
-
 async def vllm_pooling(request: Request) -> Response:
     """``POST /pooling`` with ``"task": "token_embed"``: vLLM's PoolingResponse of per-token embeddings."""
 
@@ -133,9 +99,16 @@ async def vllm_pooling(request: Request) -> Response:
             raise InvalidFieldError(f"unknown field; /pooling accepts {', '.join(POOLING_FIELDS)}", field=unknown[0])
         call.service.check_model(doc.get("model"))
         task = doc.get("task")
+        rid = "pool-" + (doc.get("request_id") if isinstance(doc.get("request_id"), str) else None
+                         or request.headers.get("x-request-id") or uuid.uuid4().hex)
+        if task == "embed" and getattr(call.service.backend, "embed_sparse", None) is not None:
+            return await vllm_sparse_pooling(call, doc, fmt, coding, rid)  # vLLM's SPLADE model answers "embed"
+        if doc.get("max_active_dims") is not None:
+            raise InvalidFieldError("max_active_dims prunes sparse output (task embed on a SPLADE model)",
+                                    field="max_active_dims")
         if task != "token_embed":
-            raise InvalidFieldError(f"task {task!r} is not served on /pooling: densewire answers 'token_embed' here "
-                                    "(pooled vectors: POST /v1/embeddings)", field="task")
+            raise InvalidFieldError(f"task {task!r} is not served on /pooling: densewire answers 'token_embed' here, "
+                                    "and 'embed' on a SPLADE model (pooled vectors: POST /v1/embeddings)", field="task")
         texts = _pooling_inputs(doc.get("input"), call.st.cfg.max_client_batch_size)
         encoding = _choice(doc, "encoding_format", ("float", "base64", "bytes", "bytes_only"), "float")
         embed_dtype = _choice(doc, "embed_dtype", _POOLING_DTYPES, "float32")
@@ -157,8 +130,6 @@ async def vllm_pooling(request: Request) -> Response:
         emb = await _states(call, texts, limit is not None or call.st.cfg.auto_truncate, "input",
                             "send truncate_prompt_tokens: -1 to embed its first tokens", tei=False)
         ragged: RaggedTensor = emb.tensor
-        rid = "pool-" + (doc.get("request_id") if isinstance(doc.get("request_id"), str) else None
-                         or request.headers.get("x-request-id") or uuid.uuid4().hex)
         usage = {"prompt_tokens": emb.usage.prompt_tokens, "total_tokens": emb.usage.total_tokens}
         if encoding in ("bytes", "bytes_only"):
             parts, items, at = [], [], 0

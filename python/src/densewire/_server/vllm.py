@@ -23,6 +23,8 @@ import json
 import sys
 import time
 import uuid
+from typing import Any
+
 import numpy as np
 import orjson
 import pybase64
@@ -30,9 +32,12 @@ import pybase64
 from densewire import Embeddings, InvalidFieldError, Tensor, convert, encode
 from densewire._convert import widen
 
-from .request import EmbeddingsRequest
+from .request import EmbeddingsRequest, _type_name
 
 __all__ = ["to_fp8", "vllm_rows", "render_vllm_json", "render_vllm_bytes", "vllm_id"]
+
+#: the embed_dtype values of vLLM's /pooling (its per-token and sparse answers)
+_POOLING_DTYPES = ("float32", "float16", "bfloat16")
 
 FP8 = ("fp8_e4m3", "fp8_e5m2")
 
@@ -145,3 +150,37 @@ def check_vllm_format(req: EmbeddingsRequest, fmt: str) -> None:
         raise InvalidFieldError(
             f"{req.embed_dtype} is served only in vLLM's responses (encoding_format base64, bytes or bytes_only), "
             f"not as {fmt}", field="embed_dtype")
+
+
+# -- /pooling (tokens.py, sparse_routes.py) ---------------------------------------------------------
+
+def _choice(doc: dict[str, Any], key: str, allowed: tuple[str, ...], default: str) -> str:
+    v = doc.get(key)
+    if v is None:
+        return default
+    if v not in allowed:
+        raise InvalidFieldError(f"must be one of {', '.join(allowed)}, not {v!r}", field=key)
+    return v
+
+
+def _pooling_inputs(value: Any, max_inputs: int) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(s, str) and s for s in value):
+        raise InvalidFieldError(f"must be a non-empty string or array of non-empty strings, not {_type_name(value)}",
+                                field="input")
+    if len(value) > max_inputs:
+        raise InvalidFieldError(f"{len(value)} inputs; at most {max_inputs} are allowed", field="input")
+    return value
+
+
+def _vllm_matrix_bytes(m: np.ndarray, embed_dtype: str, endianness: str) -> bytes:
+    """One matrix as vLLM writes a tensor's bytes: in ``embed_dtype`` and the byte order asked for."""
+    if embed_dtype == "float16":
+        arr = m.astype(np.float16)
+    elif embed_dtype == "bfloat16":
+        arr = convert(Tensor.from_array(np.ascontiguousarray(m, np.float32)), "bfloat16").array
+    else:
+        arr = np.ascontiguousarray(m, np.float32)
+    order = sys.byteorder if endianness == "native" else endianness
+    return (arr.byteswap() if order == "big" else arr).tobytes()
