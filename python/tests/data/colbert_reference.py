@@ -4,9 +4,16 @@
 Run once, in a reference venv that is not densewire's (torch, pylate and colbert-ai are no dependency of
 densewire, and the tests read only the recorded numbers)::
 
-    python3 -m venv .venv-ref
-    .venv-ref/bin/pip install pylate==1.3.4 colbert-ai==0.2.22
-    .venv-ref/bin/python python/tests/data/colbert_reference.py
+    python3 -m venv .venv-ref && .venv-ref/bin/pip install pylate==1.6.0
+    .venv-ref/bin/python python/tests/data/colbert_reference.py pylate
+    # colbert-ai 0.2.22 needs transformers 4 (HF_ColBERT fails on 5's all_tied_weights_keys): a second venv
+    # with transformers 4.49.0 before the first one's packages on its path
+    python3 -m venv .venv-ref2 && .venv-ref2/bin/pip install transformers==4.49.0
+    echo "$PWD/.venv-ref/lib/python3.11/site-packages" > .venv-ref2/lib/python3.11/site-packages/zz-ref.pth
+    .venv-ref/bin/pip install --no-deps colbert-ai==0.2.22 && .venv-ref/bin/pip install ujson bitarray ninja gitpython python-dotenv
+    .venv-ref2/bin/python python/tests/data/colbert_reference.py colbert-ai
+
+Each run records one library's vectors (and its versions) into the file, keeping the other's.
 
 The checkpoints are written by ``python/tests/colbert_checkpoints.py`` (seeded: the same bytes every run;
 their sha256 is recorded, and the tests check it before comparing). For each PyLate case:
@@ -62,30 +69,31 @@ def _colbert_ai(folder: Path) -> dict:
             "query_ids": ckpt.query_tokenizer.tensorize(QUERIES)[0].tolist()}
 
 
-def main() -> None:
-    out: dict = {"generated_by": "python/tests/data/colbert_reference.py", "versions": {}, "cases": {}}
-    for dist in ("pylate", "colbert-ai", "torch", "transformers", "sentence-transformers", "tokenizers"):
+def main(library: str) -> None:
+    file = HERE / "colbert-reference.json"
+    out: dict = (json.loads(file.read_text()) if file.is_file()
+                 else {"generated_by": "python/tests/data/colbert_reference.py", "versions": {}, "cases": {}})
+    versions = out["versions"][library] = {}
+    for dist in (library, "torch", "transformers", "sentence-transformers", "tokenizers"):
         try:
-            out["versions"][dist] = importlib.metadata.version(dist)
+            versions[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             pass
     with tempfile.TemporaryDirectory() as tmp:
         for name, (layout, options) in CASES.items():
             folder = Path(tmp) / name
             write_case(folder, name)
-            case = {"layout": layout, "options": options, "weights_sha256": _sha(folder)}
-            if layout == "pylate":
+            case = out["cases"].setdefault(name, {})
+            case.update(layout=layout, options=options, weights_sha256=_sha(folder))
+            if library == "pylate":  # PyLate reads both layouts (colbert-ai's by its stanford-nlp loader)
                 case["pylate"] = _pylate(folder)
-            else:
-                try:
-                    case["colbert-ai"] = _colbert_ai(folder)
-                except Exception as exc:  # noqa: BLE001 - recorded, so the tests say which reference is missing
-                    case["colbert-ai-error"] = f"{type(exc).__name__}: {exc}"
-                case["pylate"] = _pylate(folder)
-            out["cases"][name] = case
+            elif layout == "colbert-ai":
+                case["colbert-ai"] = _colbert_ai(folder)
             print(name, {k: len(v["queries"]) for k, v in case.items() if isinstance(v, dict) and "queries" in v})
-    (HERE / "colbert-reference.json").write_text(json.dumps(out) + "\n")
+    file.write_text(json.dumps(out) + "\n")
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] not in (["pylate"], ["colbert-ai"]):
+        sys.exit("usage: colbert_reference.py pylate|colbert-ai")
+    main(sys.argv[1])
