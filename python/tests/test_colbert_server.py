@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import httpx
@@ -202,6 +203,17 @@ def test_maxsim_ranks_as_the_reference(server) -> None:
     want = densewire.maxsim(densewire.RaggedTensor.from_arrays([m.astype(np.float32) for m in _expected("pylate", "queries")]),
                             densewire.RaggedTensor.from_arrays([m.astype(np.float32) for m in _expected("pylate", "documents")]))
     assert np.abs(got - want).max() < 1e-4 and np.array_equal(np.argmax(got, axis=1), np.argmax(want, axis=1))
+
+
+def test_readme_example(server) -> None:
+    """README's ColBERT block against the served PyLate checkpoint: the query ranks the fox document first."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```python colbert\n(.*?)```", readme, re.S)
+    scope: dict = {}
+    exec(compile(block.replace("http://127.0.0.1:8000", server.url), "README.md colbert block", "exec"), scope)
+    want = densewire.maxsim(np.array(_expected("pylate", "queries")[0], np.float32),
+                            densewire.RaggedTensor.from_arrays([m.astype(np.float32) for m in _expected("pylate", "documents")[:2]]))
+    assert scope["scores"].shape == (1, 2) and np.abs(scope["scores"][0] - want).max() < 1e-4
 
 
 def test_colbert_ai_checkpoint_served(colbert_ai_server) -> None:
