@@ -20,6 +20,7 @@ import pytest
 import densewire
 from colbert_checkpoints import DOCUMENTS, QUERIES, write_case
 from server_support import ServerProcess, metric_value
+from tiny_bert import write_tiny_model
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "colbert-reference.json").read_text(encoding="utf-8"))
 TOLERANCE = 1e-5
@@ -45,6 +46,13 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def colbert_ai_server(tmp_path_factory):
     folder = write_case(tmp_path_factory.mktemp("colbert-ai") / "tiny-colbertv2", "colbert-ai")
+    with ServerProcess("--model", str(folder), "--precision", "fp32", "--blas-threads", "1") as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def plain_server(tmp_path_factory):
+    folder = write_tiny_model(tmp_path_factory.mktemp("plain") / "tiny-bert")
     with ServerProcess("--model", str(folder), "--precision", "fp32", "--blas-threads", "1") as s:
         yield s
 
@@ -225,3 +233,23 @@ def test_colbert_ai_checkpoint_served(colbert_ai_server) -> None:
     r = _post(colbert_ai_server, "/pooling", {"input": QUERIES, "task": "token_embed", "is_query": True},
               FORMATS["arrow"])
     _close(list(densewire.decode(r.content, "arrow", kind="ragged").tensor), _expected("colbert-ai", "queries"))
+
+
+def test_single_vector_model_gives_token_states_and_refuses_is_query(plain_server) -> None:
+    """On a model that is not multi-vector, return_multivector answers /embed_all's token states, and
+    is_query is a 400/422 naming it (it has no query mode)."""
+    texts = ["the cat", "a quick brown fox"]
+    states = _post(plain_server, "/embed_all", {"inputs": texts}).json()
+    r = _post(plain_server, "/v1/embeddings", {"input": texts, "return_multivector": True, "encoding_format": "float"})
+    assert r.status_code == 200, r.text
+    assert [d["embedding"] for d in r.json()["data"]] == states and r.json()["dimensions"] == 32
+    assert "multi_vector" not in httpx.get(plain_server.url + "/v1/models", timeout=30).json()["data"][0]
+    for path, body, field in (("/v1/embeddings", {"input": texts, "return_multivector": True, "is_query": True},
+                               lambda j: j["error"]["param"]),
+                              ("/pooling", {"input": texts, "task": "token_embed", "is_query": True},
+                               lambda j: j["error"]["param"]),
+                              ("/embed_all", {"inputs": texts, "is_query": True}, lambda j: j["error"])):
+        r = _post(plain_server, path, body)
+        assert r.status_code in (400, 422), (path, r.text)
+        assert "is_query" in field(r.json()), (path, r.text)
+    assert len(_post(plain_server, "/v1/embeddings", {"input": texts}).json()["data"][0]["embedding"]) == 32
