@@ -42,6 +42,7 @@ CASES = {
     "pylate": ("pylate", {}),
     "pylate-attend-expansion": ("pylate", {"attend_to_expansion_tokens": True}),
     "pylate-no-expansion": ("pylate", {"do_query_expansion": False}),
+    "pylate-gamma-beta": ("pylate", {"tf_layer_norm_names": True, "seed": 11}),
     "colbert-ai": ("colbert-ai", {}),
 }
 
@@ -59,7 +60,7 @@ def _tokenizer(added: list[str]):  # noqa: ANN202 (tokenizers.Tokenizer)
         special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
     tok.add_special_tokens([AddedToken(t, special=True) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")])
     if added:  # PyLate: tokenizer.add_tokens([query_prefix, document_prefix])
-        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in added])
+        tok.add_tokens([AddedToken(t, special=False, normalized=True) for t in added])
     return tok, SPECIALS + PUNCTUATION + WORDS
 
 
@@ -109,13 +110,18 @@ def _bert_files(folder: Path, added: list[str], seed: int, architecture: str) ->
 
 
 def write_pylate(folder: Path, *, seed: int = 3, query_length: int = 12, document_length: int = 14,
-                 do_query_expansion: bool = True, attend_to_expansion_tokens: bool = False) -> Path:
-    """A PyLate ColBERT folder as ``ColBERT.save`` writes it."""
+                 do_query_expansion: bool = True, attend_to_expansion_tokens: bool = False,
+                 tf_layer_norm_names: bool = False) -> Path:
+    """A PyLate ColBERT folder as ``ColBERT.save`` writes it (PyLate 1.6.0 on transformers 5.3 names the
+    LayerNorm tensors ``gamma``/``beta``: ``tf_layer_norm_names``)."""
     from safetensors.numpy import save_file
 
     t, _ = _bert_files(folder, ["[Q] ", "[D] "], seed, "BertModel")
     linear = t.pop("linear.weight")
-    save_file(t, str(folder / "model.safetensors"))
+    if tf_layer_norm_names:
+        t = {(k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+              if ".LayerNorm." in k or k.startswith("embeddings.LayerNorm") else k): v for k, v in t.items()}
+    save_file(t, str(folder / "model.safetensors"), metadata={"format": "pt"})
     (folder / "modules.json").write_text(json.dumps([
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Dense", "type": "pylate.models.Dense.Dense"}], indent=2))
@@ -128,7 +134,8 @@ def write_pylate(folder: Path, *, seed: int = 3, query_length: int = 12, documen
                                                    "use_residual": False}))
     save_file({"linear.weight": linear}, str(dense / "model.safetensors"))
     (folder / "config_sentence_transformers.json").write_text(json.dumps({
-        "__version__": {"pylate": "1.3.0"}, "prompts": {"query": "", "document": ""}, "default_prompt_name": None,
+        "model_type": "ColBERT", "__version__": {"sentence_transformers": "5.3.0", "transformers": "5.3.0",
+                                                 "pytorch": "2.11.0+cu130"}, "prompts": {"query": "", "document": ""}, "default_prompt_name": None,
         "similarity_fn_name": "MaxSim", "query_prefix": "[Q] ", "document_prefix": "[D] ",
         "query_length": query_length, "document_length": document_length, "attend_to_expansion_tokens":
         attend_to_expansion_tokens, "do_query_expansion": do_query_expansion,

@@ -194,8 +194,11 @@ class BertModel:
         prefix = anchor[: -len("embeddings.word_embeddings.weight")]
 
         def get(key: str) -> np.ndarray:
+            name = prefix + key
+            if name not in tensors and ".LayerNorm." in key:  # TensorFlow's names, as transformers 5 saves them too
+                name = name.replace(".weight", ".gamma").replace(".bias", ".beta")
             try:
-                return np.ascontiguousarray(tensors[prefix + key], dtype=_F32)
+                return np.ascontiguousarray(tensors[name], dtype=_F32)
             except KeyError:
                 raise ValueError(f"{self.weights_file} lacks tensor {prefix + key!r}") from None
 
