@@ -213,6 +213,17 @@ def test_maxsim_ranks_as_the_reference(server) -> None:
     assert np.abs(got - want).max() < 1e-4 and np.array_equal(np.argmax(got, axis=1), np.argmax(want, axis=1))
 
 
+@pytest.mark.parametrize("accept", [densewire.DEFAULT_ACCEPT, "application/json"])
+def test_client_embed_tokens_modes(server, accept) -> None:
+    """The Python client's embed_tokens asks for documents by default, queries with is_query=True."""
+    with densewire.Client(server.url, accept=accept) as client:
+        queries = client.embed_tokens(QUERIES, is_query=True)
+        documents = client.embed_tokens(DOCUMENTS[:3])
+    assert isinstance(queries, densewire.RaggedTensor) and np.shares_memory(queries[1], queries.values)
+    _close(list(queries), _expected("pylate", "queries"))
+    _close(list(documents), _expected("pylate", "documents")[:3])
+
+
 def test_readme_example(server) -> None:
     """README's ColBERT block against the served PyLate checkpoint: the query ranks the fox document first."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
