@@ -7,8 +7,10 @@ skiplist, the markers, truncation and MaxSim ranking."""
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +20,7 @@ import densewire
 from colbert_checkpoints import CASES, DOCUMENTS, PUNCTUATION, QUERIES, write_case
 from densewire._backends import load_backend
 from densewire._backends.colbert import read_colbert
+from densewire._backends.hub import HUB_FILES
 from tiny_bert import write_tiny_model
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "colbert-reference.json").read_text(encoding="utf-8"))
@@ -154,6 +157,27 @@ def test_pooled_vectors_are_refused_and_dimensions_are_the_projection(backends) 
     assert backend.dimensions == 16 and backend.colbert.cfg.info()["layout"] == "pylate"
     with pytest.raises(ValueError, match="multi-vector"):
         backend.embed(["x"])
+
+
+@pytest.mark.parametrize("case", ["pylate", "colbert-ai"])
+def test_loaded_by_hub_id_from_the_files_hub_fetches(case, folders, tmp_path, monkeypatch) -> None:
+    """``--model org/name``: only the files HUB_FILES lets snapshot_download fetch (fnmatch, as
+    huggingface_hub's allow_patterns) are in the cache snapshot, and the model loads from them, the same."""
+    snapshot = tmp_path / "hub" / ("models--tiny-org--" + case) / "snapshots" / ("0" * 40)
+    for f in folders[case].rglob("*"):
+        rel = f.relative_to(folders[case]).as_posix()
+        if f.is_file() and any(fnmatch.fnmatch(rel, p) for p in HUB_FILES):
+            (snapshot / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(f, snapshot / rel)
+    (snapshot.parents[1] / "refs").mkdir()
+    (snapshot.parents[1] / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    backend = load_backend(f"tiny-org/{case}", engine="numpy", precision="fp32")
+    assert backend.name == f"tiny-org/{case}"
+    ref, _ = _reference(case)
+    _close(backend.colbert.embed(QUERIES, is_query=True), ref["queries"])
+    _close(backend.colbert.embed(DOCUMENTS, is_query=False), ref["documents"])
 
 
 def test_plain_models_are_not_colbert(tmp_path) -> None:
