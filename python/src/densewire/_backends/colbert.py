@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import InvalidFieldError
 from .._optional import require
 from .base import check_texts
 from .bert_model import SentenceEncoder, read_json
@@ -294,11 +295,18 @@ def attach_colbert(backend: Any) -> Any:
         return backend
     backend.colbert = head = ColbertHead(backend, cfg)
     backend.dimensions = head.dimensions
+    backend.pooled = False  # the server asks _not_pooled for its 400 (Embedder.check_pooled)
+
+    def not_pooled() -> InvalidFieldError:
+        return InvalidFieldError(
+            f"the model {backend.name} is a multi-vector (ColBERT) model: it gives a vector per token, not one per "
+            "input; send \"return_multivector\": true (and \"is_query\": true for queries) on /v1/embeddings, or "
+            "POST /embed_all or /pooling with task token_embed", field="return_multivector")
 
     def pooled(*_: Any, **__: Any) -> Any:
-        raise ValueError(f"{backend.name} is a multi-vector (ColBERT) model: it has no pooled vector; use "
-                         "backend.colbert.embed(texts, is_query)")
+        raise ValueError(f"{not_pooled().message}; in Python: backend.colbert.embed(texts, is_query)")
 
+    backend._not_pooled = not_pooled
     backend.embed = backend.embed_encoded = backend.embed_tokens = pooled  # type: ignore[method-assign]
     return backend
 

@@ -231,6 +231,12 @@ class Embedder:
         self.metrics.cache_entries.set(len(self.memory))
 
     # -- embedding -----------------------------------------------------------
+    def check_pooled(self) -> None:
+        """A model whose output is not pooled vectors (a SPLADE model: ``pooled = False``) is a 400
+        ``invalid_field`` on ``model`` on every route that answers them, naming where its output is."""
+        if not getattr(self.backend, "pooled", True):
+            raise self.backend._not_pooled()
+
     async def embed_texts(self, texts: list[str], dims: int | None, *, truncate: bool = True,
                           refresh: bool = False) -> tuple[np.ndarray, list[int]]:
         """``(vectors, token counts)``: float32 ``(len(texts), dims or native)`` and the untruncated
@@ -240,7 +246,7 @@ class Embedder:
         With ``truncate`` False, a text longer than the model's maximum is an ``InvalidFieldError``
         on ``input[i]`` before anything is computed. ``refresh`` rewrites every vector to Redis.
         """
-        self.refuse_pooled()
+        self.check_pooled()
         d = dims or self.dimensions
         kd = dims or 0  # cache key: 0 = the model's own vectors, k = cut to k and renormalised
         if not texts:
@@ -358,14 +364,6 @@ class Embedder:
         """The model's ColBERT head (``_backends/colbert.py``), or None for a single-vector model."""
         return getattr(self.backend, "colbert", None)
 
-    def refuse_pooled(self) -> None:
-        """A multi-vector model has no pooled vector: the 400 that says what to ask for instead."""
-        if self.multi_vector is not None:
-            raise InvalidFieldError(
-                f"the model {self.model_id} is a multi-vector (ColBERT) model: it gives a vector per token, not one "
-                "per input; send \"return_multivector\": true (and \"is_query\": true for queries) on /v1/embeddings, "
-                "or POST /embed_all or /pooling with task token_embed", field="return_multivector")
-
     async def embed_token_states(self, texts: list[str], *, truncate: bool,
                                  is_query: bool | None = None) -> tuple[RaggedTensor, list[int], list[int]]:
         """``(per-token output, token counts, indexes cut)`` (SPEC.md 20.1) as a RaggedTensor of float32 rows:
@@ -448,7 +446,7 @@ class Embedder:
         keeping the first tokens (``side`` "right") or the last ("left"); ``(vectors, token counts,
         indexes of the texts that were cut)``. Not cached. A model without a tokenizer of its own is an
         ``InvalidFieldError`` on ``field``."""
-        self.refuse_pooled()
+        self.check_pooled()
         split = getattr(self.backend, "split_tokens", None)
         if split is None and getattr(self.backend, "tokens_are_words", False):
             keep = min(limit or self.max_tokens, self.max_tokens)
@@ -487,7 +485,7 @@ class Embedder:
 
     async def embed_token_ids(self, ids: list[list[int]], dims: int | None) -> np.ndarray:
         """Embed token-id inputs (not cached: they are rare and model-specific)."""
-        self.refuse_pooled()
+        self.check_pooled()
         self.metrics.cache_misses.inc(len(ids))
         loop = asyncio.get_running_loop()
         t0 = time.perf_counter()
