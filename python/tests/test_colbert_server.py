@@ -46,7 +46,10 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def colbert_ai_server(tmp_path_factory):
     folder = write_case(tmp_path_factory.mktemp("colbert-ai") / "tiny-colbertv2", "colbert-ai")
-    with ServerProcess("--model", str(folder), "--precision", "fp32", "--blas-threads", "1") as s:
+    prewarm = folder.parent / "prewarm.txt"
+    prewarm.write_text("".join(d + "\n" for d in DOCUMENTS[:3]), encoding="utf-8")
+    with ServerProcess("--model", str(folder), "--precision", "fp32", "--blas-threads", "1",
+                       "--prewarm", str(prewarm)) as s:
         yield s
 
 
@@ -238,8 +241,11 @@ def test_readme_example(server) -> None:
 def test_colbert_ai_checkpoint_served(colbert_ai_server) -> None:
     card = httpx.get(colbert_ai_server.url + "/v1/models", timeout=30).json()["data"][0]
     assert card["multi_vector"]["layout"] == "colbert-ai" and card["multi_vector"]["query_prefix"] == "[unused0]"
+    before = metric_value(colbert_ai_server.metrics(), "densewire_cache_hits_total", layer="memory")
     r = _post(colbert_ai_server, "/embed_all", {"inputs": DOCUMENTS, "truncate": True})
     assert r.status_code == 200, r.text
+    # --prewarm embedded the first three documents (as documents) into the cache at start
+    assert metric_value(colbert_ai_server.metrics(), "densewire_cache_hits_total", layer="memory") == before + 3
     _close(r.json(), _expected("colbert-ai", "documents"))
     r = _post(colbert_ai_server, "/pooling", {"input": QUERIES, "task": "token_embed", "is_query": True},
               FORMATS["arrow"])
