@@ -293,7 +293,7 @@ class BertBackend(SentenceEncoder):
         self._vocab = self._word.shape[0]
 
     # -- computation -------------------------------------------------------
-    def _hidden_chunks(self, seqs: list[list[int]], lengths: np.ndarray):
+    def _hidden_chunks(self, seqs: list[list[int]], lengths: np.ndarray, key_lengths: np.ndarray | None = None):
         start = 0
         while start < len(seqs):
             longest = int(lengths[start])
@@ -301,16 +301,19 @@ class BertBackend(SentenceEncoder):
             rows = slice(start, min(start + take, len(seqs)))
             packed = np.fromiter((tok for s in seqs[rows] for tok in s), dtype=np.intp,
                                  count=int(lengths[rows].sum()))
-            yield rows.start, rows.stop, self._forward(packed, lengths[rows])
+            yield rows.start, rows.stop, self._forward(packed, lengths[rows],
+                                                       None if key_lengths is None else key_lengths[rows])
             start = rows.stop
 
-    def _forward(self, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    def _forward(self, ids: np.ndarray, lengths: np.ndarray, key_lengths: np.ndarray | None = None) -> np.ndarray:
         """Encode one sub-batch: ``ids`` holds its sequences back to back.
 
         Everything but attention works per token, so it runs on the packed
         ``(tokens, hidden)`` matrix with no padding at all; only attention
         scatters rows into a ``(batch, longest, ...)`` layout (when lengths
         differ) and gathers the result back. Returns the packed token states.
+        ``key_lengths``: how many first tokens of each sequence are attended to (the rest still
+        attend, as a masked key does in torch: ColBERT's query expansion); None: all of them.
         """
         b, length, t = len(lengths), int(lengths.max()), len(ids)
         d, heads = self._hidden, self._heads
@@ -322,11 +325,14 @@ class BertBackend(SentenceEncoder):
         x += self._pos_type[positions]
         _layer_norm(x, *self._emb_ln, self._eps)
         padded = t != b * length
+        keyed = key_lengths is not None and bool((key_lengths < lengths).any())
         if padded:
             mask = np.arange(length) < lengths[:, None]
             slots = np.flatnonzero(mask)  # row of each token in the padded layout
-            bias = np.where(mask, _F32(0), _MASKED)[:, None, None, :]
             qkv_pad = np.zeros((b * length, 3 * d), dtype=_F32)  # padding rows stay 0
+        if padded or keyed:
+            keys = np.arange(length) < (key_lengths if keyed else lengths)[:, None]
+            bias = np.where(keys, _F32(0), _MASKED)[:, None, None, :]
         # buffers reused by every layer (fresh large arrays cost page faults)
         qkv = np.empty((t, 3 * d), dtype=_F32)
         qkv_view = qkv_pad if padded else qkv
@@ -348,7 +354,7 @@ class BertBackend(SentenceEncoder):
                 qkv_pad[slots] = qkv
             qkv5 = qkv_view.reshape(b, length, 3, heads, hd).transpose(2, 0, 3, 1, 4)
             np.matmul(qkv5[0], qkv5[1].transpose(0, 1, 3, 2), out=scores)
-            if padded:
+            if padded or keyed:
                 scores += bias
             np.max(scores, axis=-1, keepdims=True, out=row_sum)
             scores -= row_sum

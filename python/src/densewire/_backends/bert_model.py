@@ -66,8 +66,8 @@ def read_pipeline(folder: Path) -> tuple[list[str], bool]:
     normalize = False
     for mod in read_json(modules_file):
         kind = str(mod.get("type", "")).rsplit(".", 1)[-1]
-        if kind in ("Transformer", "MLMTransformer"):
-            continue
+        if kind in ("Transformer", "MLMTransformer") or str(mod.get("type", "")).startswith("pylate."):
+            continue  # PyLate's modules (a ColBERT's projection) are read by colbert.py
         if kind == "SpladePooling":  # a SparseEncoder: its head and pooling are splade.py's
             modes = ["splade"]
             continue
@@ -234,8 +234,11 @@ class BertModel:
         prefix = anchor[: -len("embeddings.word_embeddings.weight")]
 
         def get(key: str) -> np.ndarray:
+            name = prefix + key
+            if name not in tensors and ".LayerNorm." in key:  # TensorFlow's names, as transformers 5 saves them too
+                name = name.replace(".weight", ".gamma").replace(".bias", ".beta")
             try:
-                return np.ascontiguousarray(tensors[prefix + key], dtype=_F32)
+                return np.ascontiguousarray(tensors[name], dtype=_F32)
             except KeyError:
                 raise ValueError(f"{self.weights_file} lacks tensor {prefix + key!r}") from None
 
@@ -445,9 +448,10 @@ class SentenceEncoder(Backend):
             out[start:end] = pool(hidden, lengths[start:end], self.model.pooling, self.model.normalize)
         return out
 
-    def _hidden_chunks(self, seqs: list[list[int]], lengths: np.ndarray):
+    def _hidden_chunks(self, seqs: list[list[int]], lengths: np.ndarray, key_lengths: np.ndarray | None = None):
         """``(start, end, states)`` for consecutive chunks of ``seqs`` (sorted longest first): the packed
-        last hidden states of the chunk's tokens, sequences back to back, before pooling."""
+        last hidden states of the chunk's tokens, sequences back to back, before pooling. ``key_lengths``:
+        only the first so many tokens of each sequence are attended to (None: all)."""
         raise NotImplementedError
 
     def embed_token_states(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -458,12 +462,22 @@ class SentenceEncoder(Backend):
         check_texts(texts)
         if not texts:
             return np.zeros((0, self.model.hidden), _F32), np.zeros(0, np.intp)
-        seqs = [e.ids for e in self._tok.encode_batch(self._prepare(list(texts)))]
+        return self.sequence_states([e.ids for e in self._tok.encode_batch(self._prepare(list(texts)))])
+
+    def sequence_states(self, seqs: list[list[int]],
+                        key_lengths: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, lengths)``: the last hidden state of every token of the id sequences ``seqs`` (as given:
+        no special tokens added, no truncation), rows back to back in input order. ``key_lengths``: how
+        many first tokens of each sequence the others attend to (the rest are masked keys whose states
+        are still computed, as ColBERT's query expansion tokens); None: all."""
         lengths = np.fromiter((len(s) for s in seqs), dtype=np.intp, count=len(seqs))
+        if not len(seqs):
+            return np.zeros((0, self.model.hidden), _F32), lengths
         order = np.argsort(-lengths, kind="stable")
         sorted_lengths = lengths[order]
+        keys = None if key_lengths is None else np.asarray(key_lengths, dtype=np.intp)[order]
         packed = np.concatenate([np.asarray(h, dtype=_F32) for _, _, h in
-                                 self._hidden_chunks([seqs[i] for i in order.tolist()], sorted_lengths)])
+                                 self._hidden_chunks([seqs[i] for i in order.tolist()], sorted_lengths, keys)])
         starts_sorted = np.concatenate([[0], np.cumsum(sorted_lengths)[:-1]])
         at = np.empty(len(seqs), np.intp)
         at[order] = starts_sorted  # where each text's rows start in the sorted packing

@@ -18,11 +18,13 @@ from .bert_model import ModelNotFoundError
 
 __all__ = ["HUB_FILES", "is_hub_id", "resolve_hub_model", "hub_cache_dir"]
 
-#: the files of a model repository the BERT engines read (weights as safetensors only)
+#: the files of a model repository the BERT engines read (weights as safetensors only); a ColBERT
+#: checkpoint's too: PyLate's Dense projections, colbert-ai's artifact.metadata (colbert.py)
 HUB_FILES = [
     "config.json", "model.safetensors", "tokenizer.json", "modules.json",
     "sentence_bert_config.json", "*_Pooling/config.json", "config_sentence_transformers.json",
     "vocab.txt", "tokenizer_config.json", "*_SpladePooling/config.json",  # older BERT repos; SparseEncoders
+    "*_Dense/config.json", "*_Dense/model.safetensors", "artifact.metadata",
 ]
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}(@[A-Za-z0-9._/-]+)?$")
 

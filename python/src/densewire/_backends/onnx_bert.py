@@ -268,11 +268,12 @@ class OnnxBertBackend(SentenceEncoder):
             _quantize_int8(fp32, int8, self.reduce_range)
         return int8
 
-    def _hidden_chunks(self, seqs: list[list[int]], lengths: np.ndarray):
+    def _hidden_chunks(self, seqs: list[list[int]], lengths: np.ndarray, key_lengths: np.ndarray | None = None):
         start = 0
         for end in plan_chunks(lengths, self._batch_size, self._max_batch_tokens, self._overhead,
                                self._attention_weight):
-            (hidden,) = self._session.run(["last_hidden_state"], packed_feeds(seqs[start:end], lengths[start:end]))
+            keys = None if key_lengths is None else key_lengths[start:end]
+            (hidden,) = self._session.run(["last_hidden_state"], packed_feeds(seqs[start:end], lengths[start:end], keys))
             yield start, end, hidden
             start = end
 

@@ -58,8 +58,11 @@ _MS = "com.microsoft"
 _I32 = np.int32
 
 
-def packed_feeds(seqs: Sequence[Sequence[int]], lengths: np.ndarray) -> dict[str, np.ndarray]:
-    """The graph's inputs for ``seqs`` (``lengths`` tokens each, all > 0)."""
+def packed_feeds(seqs: Sequence[Sequence[int]], lengths: np.ndarray,
+                 key_lengths: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The graph's inputs for ``seqs`` (``lengths`` tokens each, all > 0). ``key_lengths``: only the first
+    so many tokens of each sequence are attended to (every token still attends: ColBERT's query
+    expansion tokens); None: all of them."""
     rows, width = len(lengths), int(lengths.max())
     tokens = int(lengths.sum())
     mask = np.arange(width, dtype=_I32) < lengths[:, None]
@@ -73,7 +76,8 @@ def packed_feeds(seqs: Sequence[Sequence[int]], lengths: np.ndarray) -> dict[str
         "position_ids": np.arange(tokens, dtype=_I32) - np.repeat(starts, lengths),
         "pad_index": pad.reshape(rows, width),
         "unpad_index": unpad,
-        "key_padding_mask": mask.astype(_I32),
+        "key_padding_mask": (mask if key_lengths is None
+                             else np.arange(width, dtype=_I32) < key_lengths[:, None]).astype(_I32),
     }
 
 

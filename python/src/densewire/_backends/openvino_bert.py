@@ -144,12 +144,13 @@ class OpenVinoBertBackend(SentenceEncoder):
             request = self._local.request = self._compiled.create_infer_request()
         return request
 
-    def _hidden_chunks(self, seqs: list[list[int]], lengths: np.ndarray):
+    def _hidden_chunks(self, seqs: list[list[int]], lengths: np.ndarray, key_lengths: np.ndarray | None = None):
         request = self._request()
         start = 0
         for end in plan_chunks(lengths, self._batch_size, self._max_batch_tokens, self._overhead,
                                self._attention_weight):
-            hidden = request.infer(packed_feeds(seqs[start:end], lengths[start:end]))[0]
+            keys = None if key_lengths is None else key_lengths[start:end]
+            hidden = request.infer(packed_feeds(seqs[start:end], lengths[start:end], keys))[0]
             yield start, end, np.array(hidden, dtype=_F32)  # a copy: the request reuses its output tensor
             start = end
 

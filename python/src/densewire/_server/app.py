@@ -70,6 +70,7 @@ from .negotiation import VARY
 from .openapi import build_openapi
 from .quantization import LazyQuantizer, calibrates_at_load
 from .pages import DocsFiles, cpu_features_of, docs, home, ready_block
+from .multivector import check_pooled_request, multivector_embeddings
 from .pipeline import Call, _parse, _state, openai_error, run_call
 from .responses import ErrorResponse
 from .tables.config import table_specs
@@ -186,10 +187,13 @@ def _engine_options(cfg: ServerConfig) -> dict[str, Any]:
 def _engine_fields(e: Embedder) -> dict[str, Any]:
     """The engine, execution provider, precision and the CPU features that decided it, for /v1/models and
     /health (issues 19, 26)."""
-    return {"engine": getattr(e.backend, "engine", type(e.backend).__name__),
-            "execution_provider": getattr(e.backend, "execution_provider", None),
-            "precision": getattr(e.backend, "precision", None),
-            "cpu_features": list(cpu_features_of(e.backend))}
+    fields = {"engine": getattr(e.backend, "engine", type(e.backend).__name__),
+              "execution_provider": getattr(e.backend, "execution_provider", None),
+              "precision": getattr(e.backend, "precision", None),
+              "cpu_features": list(cpu_features_of(e.backend))}
+    if e.multi_vector is not None:  # a ColBERT model: a vector per token (multivector.py)
+        fields["multi_vector"] = e.multi_vector.cfg.info()
+    return fields
 
 
 async def embeddings(request: Request) -> Response:
@@ -200,6 +204,9 @@ async def embeddings(request: Request) -> Response:
         fmt, content_encoding = call.negotiate()
         body = await call.body()
         req = await _parse(call.st.cfg, call.service, body)
+        if req.multivector:
+            return await multivector_embeddings(call, req, fmt, content_encoding, _with_truncated)
+        check_pooled_request(req)
         if req.vllm:
             check_vllm_format(req, fmt)
         vectors, prompt_tokens = await call.embed(req)
@@ -359,6 +366,15 @@ def _vocab_size(backend: Any) -> int | None:
     return None
 
 
+def _per_token(e: Embedder | None) -> str | None:
+    """Which per-token output /v1/embeddings gives (openapi.py): a ColBERT model's, token states, or none."""
+    if e is None:
+        return None
+    if e.multi_vector is not None:
+        return "multi_vector"
+    return "states" if callable(getattr(e.backend, "embed_token_states", None)) else None
+
+
 async def openapi(request: Request) -> Response:
     st = _state(request)
     e = st.embedder
@@ -370,6 +386,7 @@ async def openapi(request: Request) -> Response:
         tokenizer=hasattr(e.backend, "token_spans") if e else True, max_tokens=e.max_tokens if e else None,
         quantize=getattr(e, "quantization", None) is not None if e else False, token_ids_mode=e.token_ids if e else "cl100k_base",
         sparse=getattr(e.backend, "embed_sparse", None) is not None if e else False,
+        per_token=_per_token(e),
     )
     return _json(doc)
 

@@ -162,7 +162,8 @@ SETTINGS: tuple[Setting, ...] = (
             "grpc.health.v1 and server reflection (default: off)", "PORT"),
     Setting("model", str, "backend spec: 'minilm' (default, the built-in all-MiniLM-L6-v2), "
             "a BERT-family model folder, a Hugging Face id such as BAAI/bge-small-en-v1.5 (from the "
-            "local Hugging Face cache, downloaded when online), 'hash:DIM', 'st:NAME' or 'upstream:URL'",
+            "local Hugging Face cache, downloaded when online), 'hash:DIM', 'st:NAME' or 'upstream:URL'; "
+            "a ColBERT checkpoint (PyLate's or colbert-ai's layout) serves a vector per token",
             "SPEC"),
     Setting("served_model_name", _names, "model names to serve, one or more (as vLLM's flag): the first is the id "
             "in responses; each is listed by /v1/models and accepted as 'model' (default: the backend's name)",

@@ -262,6 +262,8 @@ async def tei_info(request: Request) -> Response:
            "max_batch_tokens": st.cfg.max_batch_tokens, "max_batch_requests": None,
            "max_client_batch_size": st.cfg.max_client_batch_size, "auto_truncate": st.cfg.auto_truncate,
            "tokenization_workers": 1, "version": __version__, "sha": None, "docker_label": None}
+    if e.multi_vector is not None:  # a ColBERT model: a vector per token on /embed_all (multivector.py)
+        doc["multi_vector"] = e.multi_vector.cfg.info()
     return Response(orjson.dumps(doc), 200, media_type="application/json")
 
 

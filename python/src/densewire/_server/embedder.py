@@ -29,10 +29,13 @@ from .matryoshka import declared_matryoshka
 from .metrics import Metrics
 from .sparse import embed_sparse
 
-__all__ = ["Embedder", "reduce_dimensions", "too_long", "TOKEN_STATES"]
+__all__ = ["Embedder", "reduce_dimensions", "too_long", "TOKEN_STATES", "MULTI_VECTOR_QUERY", "MULTI_VECTOR_DOCUMENT"]
 
 #: the memory cache's ``dims`` part of the key for per-token states (vectors use 0 or their dimensions)
 TOKEN_STATES = -1
+#: ... for a multi-vector (ColBERT) model's vectors of a text as a query, and as a document
+MULTI_VECTOR_QUERY = -4
+MULTI_VECTOR_DOCUMENT = -5
 
 
 #: Token counting of inputs up to this many characters runs on the event loop (a tokenizer does
@@ -342,39 +345,67 @@ class Embedder:
 
         return _rows([found[t] for t in texts], d), [counts[t] for t in texts]
 
-    async def embed_token_states(self, texts: list[str], *, truncate: bool) -> tuple[RaggedTensor, list[int], list[int]]:
-        """``(per-token states, token counts, indexes cut)`` (SPEC.md 20.1): the model's last hidden state of
-        every token of each text, special tokens included, as a RaggedTensor of float32 rows.
+    @property
+    def multi_vector(self) -> Any:
+        """The model's ColBERT head (``_backends/colbert.py``), or None for a single-vector model."""
+        return getattr(self.backend, "colbert", None)
+
+    async def embed_token_states(self, texts: list[str], *, truncate: bool,
+                                 is_query: bool | None = None) -> tuple[RaggedTensor, list[int], list[int]]:
+        """``(per-token output, token counts, indexes cut)`` (SPEC.md 20.1) as a RaggedTensor of float32 rows:
+        the model's last hidden state of every token of each text (special tokens included) or, for a
+        multi-vector (ColBERT) model, its normalized per-token vectors of the texts as documents, or as
+        queries with ``is_query`` (colbert.py: markers, query expansion, the documents' skiplist).
 
         Checked before the model runs: a backend without token states is ``invalid_field`` on ``model``;
-        with ``truncate`` False a text longer than the model's maximum is ``too_long``; an answer of more
-        than ``--max-token-output-bytes`` is 413 ``payload_too_large`` naming the limit. Matrices are
-        cached in memory under the key of their own kind (``(TOKEN_STATES, text)``), apart from vectors.
+        ``is_query`` on a single-vector model is ``invalid_field``; with ``truncate`` False a text longer than
+        the model's maximum (a ColBERT model's query or document length) is ``too_long``; an answer of more
+        than ``--max-token-output-bytes`` is 413 ``payload_too_large`` naming the limit. Matrices are cached
+        in memory under the key of their own kind (states, ColBERT queries, ColBERT documents), apart from
+        vectors.
         """
-        fn = getattr(self.backend, "embed_token_states", None)
-        if fn is None:
-            raise InvalidFieldError(f"the model {self.model_id} ({type(self.backend).__name__}) gives no per-token "
-                                    "output; serve a transformer model (folder or hub id)", field="model")
-        hidden = int(self.backend.model.hidden)
+        head = self.multi_vector
+        if head is not None:
+            query = bool(is_query)
+            width, limit, kind = head.dimensions, head.limit(query), MULTI_VECTOR_QUERY if query else MULTI_VECTOR_DOCUMENT
+            fixed = limit if query and head.cfg.do_query_expansion else None  # a query's rows, expansion included
+
+            async def count(ts: list[str]) -> list[int]:
+                if sum(map(len, ts)) <= _INLINE_COUNT_CHARS:
+                    return head.count_tokens(ts, query)
+                return await self.in_cpu_pool(head.count_tokens, ts, query)
+
+            def fn(ts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+                return head.embed(ts, query)
+        else:
+            if is_query is not None:
+                raise InvalidFieldError(f"is_query applies to multi-vector (ColBERT) models; {self.model_id} gives "
+                                        "the same per-token states for queries and documents", field="is_query")
+            fn = getattr(self.backend, "embed_token_states", None)
+            if fn is None:
+                raise InvalidFieldError(f"the model {self.model_id} ({type(self.backend).__name__}) gives no "
+                                        "per-token output; serve a transformer model (folder or hub id)", field="model")
+            width, limit, kind, fixed, count = int(self.backend.model.hidden), self.max_tokens, TOKEN_STATES, None, \
+                self.count_tokens
         if not texts:
-            return RaggedTensor.from_arrays([], "float32", hidden), [], []
+            return RaggedTensor.from_arrays([], "float32", width), [], []
         texts, clipped = await self.clip_texts(texts)
-        counts = await self.count_tokens(texts)
-        limit = self.max_tokens
+        counts = await count(texts)
         if not truncate:
             for i, c in enumerate(counts):
                 if c > limit:
                     raise too_long(i, c, limit, clipped=i in clipped)
         kept = [min(c, limit) for c in counts]
-        nbytes = sum(kept) * hidden * 4
+        rows = len(texts) * fixed if fixed is not None else sum(kept)
+        nbytes = rows * width * 4
         if nbytes > self.cfg.max_token_output_bytes:
             raise PayloadTooLargeError(
-                f"{sum(kept)} tokens x {hidden} floats x 4 bytes = {nbytes} bytes of per-token output is over the "
+                f"{rows} tokens x {width} floats x 4 bytes = {nbytes} bytes of per-token output is over the "
                 f"limit of {self.cfg.max_token_output_bytes} bytes (--max-token-output-bytes); send fewer or "
                 "shorter inputs", field="input")
         mem, found, count_of = self.memory, {}, dict(zip(texts, kept))
         for t in dict.fromkeys(texts):
-            entry = mem.get((TOKEN_STATES, t)) if mem.max_bytes > 0 else None
+            entry = mem.get((kind, t)) if mem.max_bytes > 0 else None
             if entry is not None:
                 found[t] = entry[0]
         if found:
@@ -383,14 +414,16 @@ class Embedder:
         if missing:
             self.metrics.cache_misses.inc(len(missing))
             loop = asyncio.get_running_loop()
-            rows, lengths = await loop.run_in_executor(self._model_pool, fn, missing)
+            t0 = time.perf_counter()
+            out, lengths = await loop.run_in_executor(self._model_pool, fn, missing)
+            self.metrics.model_seconds.observe(time.perf_counter() - t0)
             offsets = np.concatenate([[0], np.cumsum(lengths)])
             for j, t in enumerate(missing):
-                found[t] = rows[offsets[j]:offsets[j + 1]]
-                mem.put((TOKEN_STATES, t), found[t], count_of[t])
+                found[t] = out[offsets[j]:offsets[j + 1]]
+                mem.put((kind, t), found[t], count_of[t])
             self._update_cache_gauges()
         self.metrics.inputs.inc(len(texts))
-        return (RaggedTensor.from_arrays([found[t] for t in texts], "float32", hidden), kept,
+        return (RaggedTensor.from_arrays([found[t] for t in texts], "float32", width), kept,
                 [i for i, c in enumerate(counts) if c > limit])
 
     async def embed_texts_cut(self, texts: list[str], dims: int | None, limit: int | None, side: str,
@@ -476,7 +509,10 @@ class Embedder:
         t0 = time.perf_counter()
         texts = await self.in_cpu_pool(self.read_prewarm_file, path)
         step = max(1, min(1024, self.cfg.max_client_batch_size))
-        if not getattr(self.backend, "pooled", True):  # a SPLADE model: its sparse vectors, into their cache
+        if self.multi_vector is not None:  # a ColBERT model's documents (in memory: Redis keeps vectors)
+            for i in range(0, len(texts), step):
+                await self.embed_token_states(texts[i:i + step], truncate=True)
+        elif not getattr(self.backend, "pooled", True):  # a SPLADE model: its sparse vectors, into their cache
             for i in range(0, len(texts), 32):
                 await embed_sparse(self, texts[i:i + 32], truncate=True)
         else:

@@ -14,7 +14,8 @@ from densewire._formats import MEDIA_TYPE_ALIASES
 
 from .dialects_openapi import DIALECT_SCHEMAS, dialect_paths
 from .kserve_routes import KSERVE_SCHEMAS, kserve_paths
-from .openapi_parts import BINARY, PRECISION_FIELDS, error_response, error_response_with, nullable
+from .openapi_parts import (BINARY, MULTI_VECTOR_INFO, MULTIVECTOR_FIELDS, PRECISION_FIELDS, error_response,
+                            error_response_with, nullable)
 from .request import EMBED_DTYPES, ENCODING_FORMATS, ENDIANNESS, SERVED_DTYPES
 from .tables.openapi import table_paths
 
@@ -25,7 +26,8 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                   vocab_size: int | None = None, tables: list[str] | None = None,
                   public_tables: bool = False, can_cut: bool = True, tokenizer: bool = True,
                   max_tokens: int | None = None, quantize: bool = False,
-                  token_ids_mode: str = "model", sparse: bool = False) -> dict[str, Any]:
+                  token_ids_mode: str = "model", sparse: bool = False,
+                  per_token: str | None = None) -> dict[str, Any]:
     max_dims = dimensions or 65536
     text = {"type": "string", "minLength": 1}
     token_ids = {"type": "array", "minItems": 1,
@@ -78,17 +80,31 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
         "cache_salt": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "vLLM: accepted, ignored"},
         "mm_processor_kwargs": {"type": "object", "description": "vLLM: accepted, ignored (text only)"},
     }
+    # per-token output on /v1/embeddings (multivector.py): "states" for a transformer model (return_multivector
+    # optional), "multi_vector" for a ColBERT model (return_multivector required: a pooled call is a 400)
+    if per_token == "states":
+        optional["return_multivector"] = MULTIVECTOR_FIELDS["return_multivector"]
+    elif per_token == "multi_vector":
+        optional.update(MULTIVECTOR_FIELDS)
+        optional["return_multivector"] = {"type": "boolean", "enum": [True],
+                                          "description": MULTIVECTOR_FIELDS["return_multivector"]["description"]}
+        optional.pop("dimensions")  # what a ColBERT model's per-token output takes (multivector.py)
+        for name, values in (("dtype", ["float32", "float16", "bfloat16"]), ("encoding_format", ["float", "base64"]),
+                             ("embed_dtype", ["float32", "float16", "bfloat16"]), ("truncation_side", ["right"]),
+                             ("truncate_prompt_tokens", [-1])):
+            optional[name] = {**optional[name], "enum": values}
     request_schema = {
         "type": "object",
         "additionalProperties": False,
-        "required": ["input"],
+        "required": ["input", "return_multivector"] if per_token == "multi_vector" else ["input"],
         "properties": {
             "input": {
                 "description": "a text, an array of texts, an array of token ids, or an array of arrays of "
                                "token ids; at most max inputs, none empty",
                 "anyOf": openai_inputs,
             },
-            **{name: nullable(schema) for name, schema in optional.items()},
+            **{name: schema if per_token == "multi_vector" and name == "return_multivector" else nullable(schema)
+               for name, schema in optional.items()},
         },
     }
     embedding_item = {
@@ -97,7 +113,11 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
         "properties": {
             "object": {"type": "string", "enum": ["embedding"]},
             "index": {"type": "integer", "minimum": 0},
-            "embedding": {"anyOf": [{"type": "array", "items": {"type": "number"}}, {"type": "string"}]},
+            "embedding": {"anyOf": [{"type": "array", "items": {"type": "number"}}, {"type": "string"},
+                                    {"type": "array", "items": {"type": "array", "items": {"type": "number"}},
+                                     "description": "return_multivector: a row per token (SPEC.md 20.3)"}]},
+            "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2,
+                      "description": "return_multivector: [tokens, dimensions] of the item's matrix"},
         },
     }
     usage = {"type": "object", "required": ["prompt_tokens", "total_tokens"],
@@ -117,6 +137,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
             "id": {"type": "string", "description": "vLLM's dialect: embd-<request_id>"},
             "created": {"type": "integer", "description": "vLLM's dialect"},
             "dimensions": {"type": "integer", "minimum": 1},
+            "kind": {"type": "string", "enum": ["ragged"], "description": "return_multivector: a ragged tensor"},
             "quantization": {"type": "string", "description": "int8/uint8 responses: the id of the ranges "
                              "(GET /v1/quantization/{id})"},
             "truncated": {"type": "array", "items": {"type": "integer", "minimum": 0},
@@ -161,7 +182,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                        "created": {"type": "integer"}, "owned_by": {"type": "string"},
                        "dimensions": {"type": "integer"}, "max_tokens": {"type": "integer"},
                        "engine": {"type": "string"}, "execution_provider": {"type": "string", "nullable": True},
-                       **PRECISION_FIELDS,
+                       **PRECISION_FIELDS, **MULTI_VECTOR_INFO,
                        "quantization": {"$ref": "#/components/schemas/Quantization"}},
     }
     vary = {"Vary": {"description": "always 'Accept, Accept-Encoding'", "schema": {"type": "string"}}}
@@ -292,7 +313,7 @@ def build_openapi(*, model_id: str | None, dimensions: int | None, max_inputs: i
                                            "model": {"type": "string"}, "dimensions": {"type": "integer"},
                                            "engine": {"type": "string"},
                                            "execution_provider": {"type": "string", "nullable": True},
-                                           **PRECISION_FIELDS,
+                                           **PRECISION_FIELDS, **MULTI_VECTOR_INFO,
                                            "redis": {"type": "string", "enum": ["up", "down", "disabled"]}}}}}},
                     "503": {"description": "the model is still loading", "content": {"application/json": {
                         "schema": {"type": "object"}}}},

@@ -17,8 +17,10 @@ from densewire import InvalidFieldError, MalformedError, UnknownDtypeError
 __all__ = ["EmbeddingsRequest", "parse_embeddings_request", "REQUEST_FIELDS", "DENSEWIRE_FIELDS", "VLLM_FIELDS",
            "SERVED_DTYPES", "ALL_DTYPES", "ENCODING_FORMATS", "EMBED_DTYPES", "ENDIANNESS"]
 
-#: OpenAI's fields (``user`` accepted and ignored) and densewire's (SPEC.md 6.1)
-DENSEWIRE_FIELDS = ("input", "model", "encoding_format", "dimensions", "user", "dtype", "byteorder", "truncate")
+#: OpenAI's fields (``user`` accepted and ignored) and densewire's (SPEC.md 6.1); ``return_multivector``
+#: (Jina's name) asks for the per-token output, ``is_query`` (PyLate's) a ColBERT model's query mode
+DENSEWIRE_FIELDS = ("input", "model", "encoding_format", "dimensions", "user", "dtype", "byteorder", "truncate",
+                    "return_multivector", "is_query")
 #: what vLLM's clients send on /v1/embeddings besides OpenAI's fields (vLLM's EmbeddingCompletionRequest):
 #: served (embed_dtype, endianness, truncate_prompt_tokens, truncation_side, request_id) or accepted at the
 #: value that means "as this server does anyway" (priority 0, add_special_tokens true, use_activation /
@@ -58,6 +60,10 @@ class EmbeddingsRequest:
     token_ids_as: str | None = None
     #: token ids sent as one flat array (``input: [1, 2]``): errors name ``input[j]``, else ``input[i][j]``
     flat: bool = False
+    #: ``return_multivector``: the per-token output (a ColBERT model's vectors, else the token states; multivector.py)
+    multivector: bool = False
+    #: ``is_query``: a ColBERT model's query mode (None: not sent, documents)
+    is_query: bool | None = None
 
     @property
     def count(self) -> int:
@@ -306,4 +312,5 @@ def parse_embeddings_request(body: bytes, *, max_inputs: int, native_dimensions:
         token_limit=token_limit, truncation_side=side, vllm=vllm, embed_dtype=embed_dtype or dtype or "float32",
         request_id=request_id, endianness=endianness or "native",
         flat=token_ids is not None and bool(doc["input"]) and _is_int(doc["input"][0]),
+        multivector=bool(_optional_bool(doc, "return_multivector")), is_query=_optional_bool(doc, "is_query"),
     )

@@ -8,6 +8,9 @@
   ``encoding_format: "bytes"`` answers the matrices' bytes back to back with vLLM's ``metadata`` header
   (``bytes_only``: without it).
 
+On a multi-vector (ColBERT) model both answer its normalized per-token vectors, of the inputs as
+documents, or as queries with ``"is_query": true`` (PyLate's name; ``_backends/colbert.py``).
+
 JSON is each route's own shape; ``Accept`` selects densewire's ragged tensor (SPEC.md 20) in raw,
 MessagePack, Protobuf or Arrow. Both routes run on the shared pipeline (auth, admission, metrics,
 errors in the route's envelope), with the model's truncation rules and ``--max-token-output-bytes``.
@@ -37,13 +40,15 @@ __all__ = ["tei_embed_all", "vllm_pooling", "POOLING_FIELDS"]
 #: the fields of vLLM's PoolingCompletionRequest that /pooling reads (others are invalid_field)
 POOLING_FIELDS = ("model", "input", "task", "encoding_format", "embed_dtype", "endianness", "truncate_prompt_tokens",
                   "request_id", "user", "priority", "add_special_tokens", "use_activation", "normalize",
-                  "cache_salt", "mm_processor_kwargs", "dimensions", "max_active_dims")
+                  "cache_salt", "mm_processor_kwargs", "dimensions", "max_active_dims", "is_query")
 
 
-async def _states(call: Call, texts: list[str], truncate: bool, field: str, hint: str, *, tei: bool) -> Embeddings:
-    """The model's per-token states of ``texts``, as Embeddings holding a RaggedTensor."""
+async def _states(call: Call, texts: list[str], truncate: bool, field: str, hint: str, *, tei: bool,
+                  is_query: bool | None = None) -> Embeddings:
+    """The model's per-token output of ``texts`` (a ColBERT model's vectors: documents, or queries with
+    ``is_query``), as Embeddings holding a RaggedTensor."""
     try:
-        ragged, counts, cut = await call.service.embed_token_states(texts, truncate=truncate)
+        ragged, counts, cut = await call.service.embed_token_states(texts, truncate=truncate, is_query=is_query)
     except InvalidFieldError as err:
         raise _length_error(err, field, hint, tei=tei) from None
     call.truncated = cut
@@ -73,9 +78,10 @@ async def tei_embed_all(request: Request) -> Response:
             raise _with_status(InvalidFieldError(
                 f"prompt_name {prompt!r} is not a prompt of the model (it defines none)", field="prompt_name"),
                 422, "Validation")
+        is_query = _optional(doc, "is_query", bool, "a boolean")
         emb = await _states(call, texts, cfg.auto_truncate if truncate is None else truncate, "inputs",
                             "send truncate: true to embed its first tokens, or run the server with --auto-truncate",
-                            tei=True)
+                            tei=True, is_query=is_query)
         if fmt != "json":
             return await call.render(emb, fmt, coding)
         ragged = emb.tensor
@@ -127,8 +133,11 @@ async def vllm_pooling(request: Request) -> Response:
             if limit not in (-1, call.service.max_tokens):
                 raise InvalidFieldError("per-token output is cut at the model's maximum only: send -1",
                                         field="truncate_prompt_tokens")
+        is_query = doc.get("is_query")
+        if is_query is not None and not isinstance(is_query, bool):
+            raise InvalidFieldError(f"must be a boolean, not {_type_name(is_query)}", field="is_query")
         emb = await _states(call, texts, limit is not None or call.st.cfg.auto_truncate, "input",
-                            "send truncate_prompt_tokens: -1 to embed its first tokens", tei=False)
+                            "send truncate_prompt_tokens: -1 to embed its first tokens", tei=False, is_query=is_query)
         ragged: RaggedTensor = emb.tensor
         usage = {"prompt_tokens": emb.usage.prompt_tokens, "total_tokens": emb.usage.total_tokens}
         if encoding in ("bytes", "bytes_only"):
