@@ -10,6 +10,7 @@ from ._lancesink import LanceDBSink
 from ._milvussink import MilvusSink
 from ._ossink import OpenSearchSink
 from ._pgsink import PgvectorSink
+from ._pgtokens import PgvectorTokensSink
 
 __all__ = ["BatchEmbedder", "BatchError", "ChromaSink", "EsBulkSink", "Fleet", "LanceDBSink", "MilvusSink",
-           "OpenSearchSink", "PgvectorSink", "Replica", "worker_cpus"]
+           "OpenSearchSink", "PgvectorSink", "PgvectorTokensSink", "Replica", "worker_cpus"]

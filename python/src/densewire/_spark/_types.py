@@ -17,9 +17,12 @@ from pyspark.sql import types
 from .._batch import BatchError
 
 __all__ = ["SPARK_DTYPES", "element_type", "check_text_column", "check_vector_column", "check_id_column",
-           "check_new_column", "dimensions_of", "field_of", "DIMENSIONS_KEY", "DTYPE_KEY"]
+           "check_new_column", "dimensions_of", "field_of", "DIMENSIONS_KEY", "DTYPE_KEY", "OUTPUT_KEY",
+           "VOCABULARY_KEY"]
 
 DIMENSIONS_KEY, DTYPE_KEY = "densewire.dimensions", "densewire.dtype"
+#: the output kind of an embedded column (dense, tokens, sparse) and a sparse column's vocabulary size
+OUTPUT_KEY, VOCABULARY_KEY = "densewire.output", "densewire.vocabulary_size"
 
 #: densewire dtype -> the Spark type name of the array's elements (Spark has no float16, bfloat16 or
 #: unsigned byte: those dtypes would need a widening copy per value, so they are refused)
