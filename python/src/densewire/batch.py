@@ -13,6 +13,8 @@ usable from any engine that hands a worker Arrow data:
 * :class:`PgvectorTokensSink`: per-token output (``output="tokens"``) as one row per (id, token position),
   the same transaction and the same exactly-once rule by (id, position);
 * :class:`EsBulkSink`: ``_bulk`` NDJSON with packed vectors, to a file per block or to the ``_bulk`` API;
+* :class:`EsSparseVectorSink`: a sparse column into a ``sparse_vector`` field, ``{token: weight}`` objects
+  named by the model's vocabulary; :class:`EsRankVectorsSink`: a per-token column into ``rank_vectors``;
 * :class:`OpenSearchSink`: ``_bulk`` into an OpenSearch k-NN index, float arrays written from the buffers;
 * :class:`LanceDBSink`: ``merge_insert`` by id into a LanceDB table, the Arrow vectors as they are;
 * :class:`ChromaSink`: ``/upsert`` into a Chroma collection, Base64 little-endian float32 embeddings;
@@ -31,6 +33,6 @@ Traceback (most recent call last):
 densewire._batch._errors.BatchError: invalid_field: a null text (column 'text', row 1, block 'b7')
 """
 
-from ._batch import BatchEmbedder, BatchError, ChromaSink, EsBulkSink, LanceDBSink, MilvusSink, OpenSearchSink, PgvectorSink, PgvectorTokensSink, worker_cpus
+from ._batch import BatchEmbedder, BatchError, ChromaSink, EsBulkSink, EsRankVectorsSink, EsSparseVectorSink, LanceDBSink, MilvusSink, OpenSearchSink, PgvectorSink, PgvectorTokensSink, worker_cpus
 
-__all__ = ["BatchEmbedder", "BatchError", "ChromaSink", "EsBulkSink", "LanceDBSink", "MilvusSink", "OpenSearchSink", "PgvectorSink", "PgvectorTokensSink", "worker_cpus"]
+__all__ = ["BatchEmbedder", "BatchError", "ChromaSink", "EsBulkSink", "EsRankVectorsSink", "EsSparseVectorSink", "LanceDBSink", "MilvusSink", "OpenSearchSink", "PgvectorSink", "PgvectorTokensSink", "worker_cpus"]
