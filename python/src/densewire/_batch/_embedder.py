@@ -170,7 +170,7 @@ class BatchEmbedder:
         if fn is None:
             raise BatchError(f"the model {self.model} ({type(e).__name__}) has no sparse head; use a SPLADE model "
                              f"(a BertForMaskedLM checkpoint)", column=column)
-        return int(e.vocab_size)  # type: ignore[union-attr]
+        return int(e.sparse_vocab_size)  # type: ignore[union-attr]
 
     def _width(self) -> int:
         d = self.dimensions or 0
@@ -181,8 +181,10 @@ class BatchEmbedder:
         if self.output == "tokens":
             rows, lengths = e.embed_token_states(texts)  # type: ignore[union-attr]
             return RaggedTensor.from_lengths(rows, lengths)
-        if self.output == "sparse":
-            return e.embed_sparse(texts)  # type: ignore[union-attr]
+        if self.output == "sparse":  # the backends' (indices, values, nnz), as the server's /embed_sparse reads it
+            indices, values, nnz = e.embed_sparse(texts)  # type: ignore[union-attr]
+            return SparseVectors(indices, values, np.concatenate([[0], np.cumsum(nnz, dtype=np.int64)]),
+                                 self.dimensions or 1)
         vectors = e.embed(texts)  # type: ignore[union-attr]
         return vectors if self.dtype == "float32" else convert(vectors, self.dtype).array
 

@@ -26,12 +26,12 @@ from typing import Any
 import orjson
 import yarl
 
-from .._client._embeddings import (DEFAULT_ACCEPT, _decode_response, _decode_tokens, _request_body, auth_headers,
-                                   base_url_of)
+from .._client._embeddings import (DEFAULT_ACCEPT, _decode_response, _decode_sparse, _decode_tokens, _request_body,
+                                   auth_headers, base_url_of)
 from .._client._errors import APIConnectionError, APIError
 from .._client._retry import RETRY_STATUSES, RetryPolicy
 from .._client._transport import Transport
-from .._ragged import RaggedTensor
+from .._ragged import RaggedTensor, SparseVectors
 from .._tensor import Tensor
 from ._errors import BatchError
 
@@ -49,6 +49,7 @@ class Replica:
         self.base = base_url_of(url)
         self.embeddings = yarl.URL(f"{self.base}/v1/embeddings")
         self.embed_all = yarl.URL(f"{self.base}/embed_all")
+        self.embed_sparse = yarl.URL(f"{self.base}/embed_sparse")
         self.in_flight = 0
         self.sent = 0
         self.down: str | None = None  # why, while it is down
@@ -94,6 +95,12 @@ class Fleet:
         for first) from one replica, as a RaggedTensor over the body's buffer."""
         body = orjson.dumps({"inputs": texts})
         return await self._post("embed_all", body, lambda r: _decode_tokens(r).tensor, texts, block, row0)
+
+    async def embed_sparse(self, texts: list[str], *, block: str | None, row0: int) -> SparseVectors:
+        """The sparse vectors of ``texts`` (TEI's ``POST /embed_sparse``, densewire's sparse raw body, which
+        states the vocabulary size, asked for first) from one replica."""
+        body = orjson.dumps({"inputs": texts})
+        return await self._post("embed_sparse", body, lambda r: _decode_sparse(r, None), texts, block, row0)
 
     async def _post(self, route: str, body: bytes, decode: Callable[[Any], Any], texts: list[str],
                     block: str | None, row0: int) -> Any:
