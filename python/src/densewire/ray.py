@@ -16,7 +16,9 @@ retries after a worker died do not duplicate rows; a block that fails every atte
 with a :class:`densewire.batch.BatchError` naming the block. :func:`write_opensearch`,
 :func:`write_lancedb`, :func:`write_chroma` and :func:`write_milvus` are :class:`StoreDatasink` s over
 the store sinks of :mod:`densewire.batch`: each block written by id (replaced, merged or upserted), so a
-retried write task leaves each id once.
+retried write task leaves each id once. The sparse and per-token outputs (``embed(..., output="sparse" |
+"tokens")``) go to :func:`write_pgvector` (a ``sparsevec`` column), :func:`write_pgvector_tokens` (one
+row per id and token position), :func:`write_es_sparse_vector` and :func:`write_es_rank_vectors`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from ._batch import BatchEmbedder, BatchError, EsBulkSink, PgvectorSink
+from ._batch import (BatchEmbedder, BatchError, EsBulkSink, EsRankVectorsSink, EsSparseVectorSink, PgvectorSink,
+                     PgvectorTokensSink)
 from ._batch._chromasink import ChromaSink
 from ._batch._lancesink import LanceDBSink
 from ._batch._milvussink import MilvusSink
@@ -40,8 +43,9 @@ require("ray.data", extra="ray", feature="densewire.ray")
 Datasink = ray.data.Datasink
 ActorPoolStrategy = ray.data.ActorPoolStrategy
 
-__all__ = ["embed", "write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "write_chroma",
-           "write_milvus", "PgvectorDatasink", "EsBulkDatasink", "StoreDatasink", "BatchError"]
+__all__ = ["embed", "write_pgvector", "write_pgvector_tokens", "write_es_bulk", "write_es_sparse_vector",
+           "write_es_rank_vectors", "write_opensearch", "write_lancedb", "write_chroma", "write_milvus",
+           "PgvectorDatasink", "EsBulkDatasink", "StoreDatasink", "BatchError"]
 
 
 class _Embed:
@@ -198,6 +202,42 @@ def write_pgvector(ds: "ray.data.Dataset", conninfo: str, *, table: str, column:
     sink = PgvectorDatasink(conninfo, table=table, column=column, id_column=id_column, rows_per_write=rows_per_write)
     ds.write_datasink(sink, concurrency=concurrency, ray_remote_args=ray_remote_args)
     return sink.result or 0
+
+
+def write_pgvector_tokens(ds: "ray.data.Dataset", conninfo: str, *, table: str, column: str, id_column: str,
+                          position_column: str = "position", concurrency: int | None = None,
+                          rows_per_write: int | None = None, ray_remote_args: dict[str, Any] | None = None) -> int:
+    """Write ``ds``'s per-token ``column`` (``embed(..., output="tokens")``) into ``table`` as one row per
+    (``id_column``, ``position_column``) with the token's vector in ``column`` (binary COPY, one transaction
+    a block, ``ON CONFLICT (id, position) DO NOTHING``: :class:`densewire.batch.PgvectorTokensSink`). The
+    documents written (``StoreDatasink.new``: the token rows inserted)."""
+    sink = PgvectorTokensSink(conninfo, table=table, column=column, id_column=id_column,
+                              position_column=position_column)
+    return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)
+
+
+def write_es_sparse_vector(ds: "ray.data.Dataset", url: str, *, index: str, field: str, id_column: str,
+                           vocab: Any, create_index: bool = False, concurrency: int | None = None,
+                           rows_per_write: int | None = None, ray_remote_args: dict[str, Any] | None = None,
+                           **options: Any) -> int:
+    """Write ``ds``'s sparse ``field`` (``embed(..., output="sparse")``) into the ``sparse_vector`` field of
+    ``index`` as ``{token: weight}`` objects, the tokens ``vocab``'s (a tokenizer.json, a vocab.txt, a
+    folder holding one, or a list: :class:`densewire.batch.EsSparseVectorSink`); the ids as ``_id`` (a
+    retried block replaces its documents). The rows written."""
+    sink = EsSparseVectorSink(url, index=index, field=field, id_column=id_column, vocab=vocab,
+                              create_index=create_index, **options)
+    return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)
+
+
+def write_es_rank_vectors(ds: "ray.data.Dataset", url: str, *, index: str, field: str, id_column: str,
+                          create_index: bool = False, concurrency: int | None = None,
+                          rows_per_write: int | None = None, ray_remote_args: dict[str, Any] | None = None,
+                          **options: Any) -> int:
+    """Write ``ds``'s per-token ``field`` (``embed(..., output="tokens")``) into the ``rank_vectors`` field of
+    ``index`` (:class:`densewire.batch.EsRankVectorsSink`: float arrays, or ``vector_format="base64"``); the
+    ids as ``_id``. The rows written."""
+    sink = EsRankVectorsSink(url, index=index, field=field, id_column=id_column, create_index=create_index, **options)
+    return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)
 
 
 def write_es_bulk(ds: "ray.data.Dataset", path_or_url: str, *, index: str, field: str, id_column: str,
