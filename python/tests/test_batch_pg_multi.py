@@ -186,3 +186,26 @@ def test_bad_token_targets_and_blocks_fail_before_anything_is_written(pgvector_d
             sink.write(_token_block(range(6), _ragged(6)) if block is None else block, block="b")
     assert message in str(info.value) and info.value.column == column and info.value.block == "b"
     assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+
+
+def test_maxsim_over_the_per_token_table_is_densewire_maxsim(pgvector_db, conn) -> None:
+    """Late interaction read from the table the sink wrote: each document's sum over query tokens of the
+    best inner product (pgvector's ``<#>``, negated) equals :func:`densewire.maxsim` on the same tokens,
+    and the ranking of the candidates is the same."""
+    from densewire import maxsim
+
+    table = _make(conn, "colbert_tokens", f"id bigint, position int, tokens vector({D}), PRIMARY KEY (id, position)")
+    r = _ragged(40, seed=9)
+    with PgvectorTokensSink(pgvector_db.url, table=table, column="tokens", id_column="id") as sink:
+        sink.write(_token_block(range(40), r), block="c")
+    query = np.random.default_rng(10).standard_normal((5, D)).astype(np.float32)
+    values = ", ".join(f"({j}, '[{','.join(repr(float(x)) for x in row)}]'::vector)" for j, row in enumerate(query))
+    rows = conn.execute(
+        f"SELECT id, sum(best) FROM (SELECT t.id, q.j, max(-(t.tokens <#> q.v)) AS best FROM {table} t "
+        f"CROSS JOIN (VALUES {values}) AS q(j, v) GROUP BY t.id, q.j) s GROUP BY id ORDER BY sum(best) DESC").fetchall()
+    want = maxsim(query, r)
+    present = np.flatnonzero(r.lengths > 0)  # a document without tokens has no rows to score
+    assert sorted(i for i, _s in rows) == present.tolist()
+    got = np.array([s for _i, s in sorted(rows)])
+    assert np.allclose(got, want[present], rtol=1e-5, atol=1e-5)
+    assert [i for i, _s in rows[:5]] == present[np.argsort(-want[present], kind="stable")][:5].tolist()

@@ -101,3 +101,28 @@ def test_tokens_into_a_per_token_table(local_ray, minilm, pgvector_db, conn) -> 
     back = pgvector.read_vectors(conn, query="SELECT id, embedding FROM ray_tokens ORDER BY id, position")
     assert back.ids.tolist() == np.repeat(np.arange(24), want.lengths).tolist()
     assert np.array_equal(back.tensor.array.view(np.uint32), want.values.view(np.uint32))
+
+
+def test_readme_ray_multi_block(local_ray, hash_fleet, minilm, pgvector_db, es_node, conn, tmp_path) -> None:
+    """README.md's ```python ray-multi block, in a new Python process joining this cluster, against the
+    session's hash:16 replicas (sparse), a MiniLM server (tokens), PostgreSQL and Elasticsearch."""
+    import re
+    import subprocess
+    import sys
+
+    (block,) = re.findall(r"```python ray-multi\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    for table in ("docs_sparse", "doc_tokens"):
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    httpx.delete(f"{es_node.url}/docs_sparse", timeout=60)
+    services = {"http://10.0.0.11:8000": hash_fleet[0].url, "http://10.0.0.12:8000": minilm.url,
+                "postgresql://localhost/app": pgvector_db.url, "http://localhost:9200": es_node.url,
+                '"all-MiniLM-L6-v2/"': repr(str(default_model_path()))}
+    for old, new in services.items():
+        assert old in block
+        block = block.replace(old, new)
+    address = ray.get_runtime_context().gcs_address
+    proc = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **RAY_ENV, "RAY_ADDRESS": address})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert conn.execute("SELECT count(DISTINCT id) FROM doc_tokens").fetchone()[0] == 500
+    assert conn.execute("SELECT count(*) FROM docs_sparse").fetchone()[0] == 500
