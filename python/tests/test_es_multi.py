@@ -186,3 +186,22 @@ def test_rank_vectors_bad_blocks_name_the_row() -> None:
     assert info.value.category == "non_finite" and info.value.row == 2 and info.value.row_id == 9
     with pytest.raises(BatchError, match="vector_format must be floats or base64"):
         EsRankVectorsSink("http://127.0.0.1:9", index="c", field="t", id_column="id", vector_format="hex")
+
+
+def test_vocabularies_are_read_as_the_tokenizers_library_reads_them(tmp_path) -> None:
+    import json
+
+    import tokenizers
+
+    ids = tokenizers.Tokenizer.from_file(str(default_model_path() / "tokenizer.json")).get_vocab(with_added_tokens=True)
+    assert VOCAB == sorted(ids, key=ids.get)  # read as JSON, no tokenizers library needed in the workers
+    assert load_vocabulary(default_model_path() / "vocab.txt") == VOCAB
+    unigram = {"model": {"type": "Unigram", "vocab": [["<pad>", 0.0], ["▁the", -2.1], ["s", -3.0]]},
+               "added_tokens": [{"id": 3, "content": "<mask>"}]}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(unigram), encoding="utf-8")
+    assert load_vocabulary(tmp_path) == ["<pad>", "▁the", "s", "<mask>"]
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"model": {"vocab": {"a": 0, "c": 2}}}), encoding="utf-8")
+    with pytest.raises(BatchError, match="names no token for id 1"):
+        load_vocabulary(tmp_path / "tokenizer.json")
+    with pytest.raises(BatchError, match="a sequence of strings"):
+        load_vocabulary([1, 2])

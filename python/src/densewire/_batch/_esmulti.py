@@ -40,7 +40,6 @@ import orjson
 import pyarrow as pa
 import pybase64
 
-from .._optional import require
 from .._stores._es import EsConnection, EsError, EsIndex, _error_type, _reason
 from ._columns import ids_of, sparse_chunks, token_chunks
 from ._errors import BatchError
@@ -68,13 +67,29 @@ def load_vocabulary(vocab: str | Path | Sequence[str]) -> list[str]:
     if not path.is_file():
         raise BatchError(f"no vocabulary file {path}", column=None)
     if path.suffix == ".json":
-        tokenizers = require("tokenizers", extra="serve", feature="reading a tokenizer.json vocabulary")
-        ids = tokenizers.Tokenizer.from_file(str(path)).get_vocab(with_added_tokens=True)
-        tokens = [""] * (max(ids.values()) + 1 if ids else 0)
-        for token, i in ids.items():
-            tokens[i] = token
-        return tokens
+        return _tokenizer_json_tokens(path)
     return path.read_text(encoding="utf-8").splitlines()
+
+
+def _tokenizer_json_tokens(path: Path) -> list[str]:
+    """The token of each id of a Hugging Face ``tokenizer.json``: its model's vocabulary (WordPiece and BPE: a
+    ``{token: id}`` object; Unigram: a list of ``[token, score]``) and its added tokens, read as JSON (no
+    tokenizers library needed on a Ray or Spark worker)."""
+    try:
+        doc = orjson.loads(path.read_bytes())
+        vocab = doc["model"]["vocab"]
+        ids = dict(vocab) if isinstance(vocab, dict) else {entry[0]: i for i, entry in enumerate(vocab)}
+        for added in doc.get("added_tokens") or []:
+            ids[added["content"]] = added["id"]
+    except (orjson.JSONDecodeError, KeyError, TypeError, IndexError) as exc:
+        raise BatchError(f"{path} is not a tokenizer.json with a model vocabulary: {exc}", column=None) from None
+    tokens: list[str | None] = [None] * (max(ids.values()) + 1 if ids else 0)
+    for token, i in ids.items():
+        tokens[int(i)] = token
+    missing = [i for i, t in enumerate(tokens) if t is None]
+    if missing:
+        raise BatchError(f"{path} names no token for id {missing[0]} (of {len(tokens)})", column=None)
+    return tokens  # type: ignore[return-value]
 
 
 def _properties(field: str, prop: dict) -> dict:
