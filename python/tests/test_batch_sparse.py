@@ -89,3 +89,27 @@ def test_sparse_output_into_a_real_sparsevec_column(hash_fleet, pgvector_db) -> 
 def test_sparse_output_errors() -> None:
     with pytest.raises(BatchError, match="sparse output is float32 .* not int8"):
         BatchEmbedder(model="hash:16", output="sparse", dtype="int8")
+
+
+def test_teis_json_answers_need_the_vocabulary_size(hash_fleet) -> None:
+    """A server answering TEI's own JSON (``[[{"index", "value"}]]``, as TEI does): the real server asked
+    for JSON only. With ``vocab_size`` the column is the client's; without it the answers' vocabulary
+    is a guess that differs from request to request, and the error says what to pass."""
+    url = hash_fleet[0].url
+    with densewire.Client(url) as client:
+        want = client.embed_sparse(TEXTS[:100])
+    with BatchEmbedder(url=url, output="sparse", batch_size=25, vocab_size=SPARSE_VOCAB_SIZE) as embed:
+        embed(_table(TEXTS[:1]))  # the fleet made; from now on it asks for JSON only
+        embed._fleet._headers["Accept"] = "application/json"
+        out = embed(_table(TEXTS[:100]))
+    _same(_joined(out), want)
+    with BatchEmbedder(url=url, output="sparse", batch_size=25) as embed:
+        embed(_table(TEXTS[:1]))
+        embed._fleet._headers["Accept"] = "application/json"
+        with pytest.raises(BatchError, match="TEI's JSON states no vocabulary size .* pass vocab_size=") as info:
+            embed(_table(TEXTS[:100]))
+    assert info.value.category == "shape_mismatch"
+    with pytest.raises(BatchError, match="vocab_size=1000, but the model's vocabulary has 30522 tokens"):
+        BatchEmbedder(model="hash:16", output="sparse", vocab_size=1000)
+    with pytest.raises(BatchError, match="vocab_size .* is for output='sparse'"):
+        BatchEmbedder(model="hash:16", vocab_size=1000)

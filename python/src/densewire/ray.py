@@ -68,7 +68,8 @@ def embed(ds: "ray.data.Dataset", *, url: str | Sequence[str] | None = None, mod
           batch_size: int = 256, concurrency: int | tuple[int, int] | None = None, num_cpus: float | None = None,
           max_in_flight: int = 4, retries: int = 2, timeout: float | None = DEFAULT_TIMEOUT,
           api_key: str | None = None, id_column: str | None = None, rows_per_call: int | None = None,
-          threads: int | None = None, output: str = "dense", **ray_remote_args: Any) -> "ray.data.Dataset":
+          threads: int | None = None, output: str = "dense", vocab_size: int | None = None,
+          **ray_remote_args: Any) -> "ray.data.Dataset":
     """``ds`` with ``output_column`` (``FixedSizeList<dtype>[d]``; with ``output="tokens"`` the per-token
     states ``List<FixedSizeList<float32>[d]>``, with ``output="sparse"`` ``Struct<indices: List<UInt32>,
     values: List<float32>>``: see :class:`densewire.batch.BatchEmbedder`) appended, embedded by a pool of
@@ -86,7 +87,7 @@ def embed(ds: "ray.data.Dataset", *, url: str | Sequence[str] | None = None, mod
         num_cpus = 1
     options = dict(url=url, model=model, text_column=text_column, output_column=output_column, dtype=dtype,
                    batch_size=batch_size, max_in_flight=max_in_flight, retries=retries, timeout=timeout,
-                   api_key=api_key, id_column=id_column, output=output,
+                   api_key=api_key, id_column=id_column, output=output, vocab_size=vocab_size,
                    threads=None if url is not None else (threads or max(1, int(num_cpus))))
     if rows_per_call is None:
         rows_per_call = batch_size * max_in_flight if url is not None else batch_size

@@ -52,7 +52,9 @@ class BatchEmbedder:
     request and the wait for a replica to come back. ``model`` with ``url`` is the model id sent to
     the servers. ``threads`` sizes the in-process engine (default: the worker's CPUs). ``id_column``
     names the ids errors quote. ``output`` is ``"dense"``, ``"tokens"`` or ``"sparse"`` (see the module;
-    the per-token and sparse outputs are float32). :attr:`dimensions` is known once the model is loaded (``model=``) or
+    the per-token and sparse outputs are float32). ``vocab_size``: the sparse model's vocabulary size, for
+    servers answering TEI's JSON (``[[{"index", "value"}]]`` states none; densewire's binary answers do,
+    and are checked against it). :attr:`dimensions` is known once the model is loaded (``model=``) or
     the first answer came (``url=``); an answer of another dimension later is a :class:`BatchError`.
     """
 
@@ -60,8 +62,11 @@ class BatchEmbedder:
                  text_column: str = "text", output_column: str = "embedding", dtype: str = "float32",
                  batch_size: int = 256, max_in_flight: int = 4, retries: int = 2,
                  timeout: float | None = DEFAULT_TIMEOUT, threads: int | None = None, api_key: str | None = None,
-                 id_column: str | None = None, output: str = "dense") -> None:
+                 id_column: str | None = None, output: str = "dense", vocab_size: int | None = None) -> None:
         self.check_output(output, dtype, output_column)
+        if vocab_size is not None and (output != "sparse" or vocab_size < 1):
+            raise BatchError(f"vocab_size (a positive vocabulary size) is for output='sparse', got {vocab_size!r} "
+                             f"with output={output!r}", column=output_column)
         if url is None and model is None:
             raise BatchError("give url= (one densewire server or a list of replicas) or model= (an engine to run "
                              "in this process)", category="invalid_field")
@@ -74,14 +79,18 @@ class BatchEmbedder:
         self.model, self.text_column, self.output_column, self.dtype = model, text_column, output_column, dtype
         self.batch_size, self.max_in_flight, self.retries, self.timeout = batch_size, max_in_flight, retries, timeout
         self.threads, self.api_key, self.id_column, self.output = threads, api_key, id_column, output
+        self.vocab_size = vocab_size
         #: the vector width (dense), the hidden size (tokens) or the vocabulary size (sparse)
-        self.dimensions: int | None = None
+        self.dimensions: int | None = vocab_size
         self._fleet: Fleet | None = None
         self._loop: LoopThread | None = None
         self._engine = None
         if self.urls is None:
             self._engine = engine(model, threads)  # type: ignore[arg-type]
             self.dimensions = self._engine_width(output_column)
+            if vocab_size is not None and vocab_size != self.dimensions:
+                raise BatchError(f"vocab_size={vocab_size}, but the model's vocabulary has {self.dimensions} tokens",
+                                 category="shape_mismatch", column=output_column)
 
     @staticmethod
     def check_output(output: str, dtype: str, column: str | None = None) -> None:
@@ -97,7 +106,8 @@ class BatchEmbedder:
         return {"url": self.urls, "model": self.model, "text_column": self.text_column,
                 "output_column": self.output_column, "dtype": self.dtype, "batch_size": self.batch_size,
                 "max_in_flight": self.max_in_flight, "retries": self.retries, "timeout": self.timeout,
-                "threads": self.threads, "api_key": self.api_key, "id_column": self.id_column, "output": self.output}
+                "threads": self.threads, "api_key": self.api_key, "id_column": self.id_column, "output": self.output,
+                "vocab_size": self.vocab_size}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -205,7 +215,7 @@ class BatchEmbedder:
                 if self.output == "tokens":
                     t = await fleet.embed_tokens(texts[lo:hi], block=block, row0=lo)
                 elif self.output == "sparse":
-                    t = await fleet.embed_sparse(texts[lo:hi], block=block, row0=lo)
+                    t = await fleet.embed_sparse(texts[lo:hi], block=block, row0=lo, vocab_size=self.vocab_size)
                 else:
                     t = await fleet.embed(texts[lo:hi], block=block, row0=lo)
             if t.dtype != self.dtype:
@@ -229,8 +239,10 @@ class BatchEmbedder:
             self.dimensions = d
         elif d != self.dimensions:
             what = {"dense": "vectors", "tokens": "token states", "sparse": "sparse vectors"}[self.output]
+            hint = "; TEI's JSON states no vocabulary size (one past the largest index is assumed): pass " \
+                   "vocab_size=" if self.output == "sparse" and self.vocab_size is None else ""
             raise BatchError(f"a server answered {d}-dimensional {what} in a job of {self.dimensions}-dimensional "
-                             f"ones", category="shape_mismatch", column=self.output_column, row=row, block=block)
+                             f"ones{hint}", category="shape_mismatch", column=self.output_column, row=row, block=block)
 
     def _chunk(self, a: Any) -> pa.Array:
         """One request's answer as an Arrow array over its own buffers: a ``(k, w)`` array as

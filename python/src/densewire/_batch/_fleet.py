@@ -96,11 +96,12 @@ class Fleet:
         body = orjson.dumps({"inputs": texts})
         return await self._post("embed_all", body, lambda r: _decode_tokens(r).tensor, texts, block, row0)
 
-    async def embed_sparse(self, texts: list[str], *, block: str | None, row0: int) -> SparseVectors:
+    async def embed_sparse(self, texts: list[str], *, block: str | None, row0: int,
+                           vocab_size: int | None = None) -> SparseVectors:
         """The sparse vectors of ``texts`` (TEI's ``POST /embed_sparse``, densewire's sparse raw body, which
-        states the vocabulary size, asked for first) from one replica."""
+        states the vocabulary size, asked for first; TEI's JSON read with ``vocab_size``) from one replica."""
         body = orjson.dumps({"inputs": texts})
-        return await self._post("embed_sparse", body, lambda r: _decode_sparse(r, None), texts, block, row0)
+        return await self._post("embed_sparse", body, lambda r: _decode_sparse(r, vocab_size), texts, block, row0)
 
     async def _post(self, route: str, body: bytes, decode: Callable[[Any], Any], texts: list[str],
                     block: str | None, row0: int) -> Any:

@@ -128,7 +128,7 @@ def embed(df: Any, *, url: str | Sequence[str] | None = None, model: str | None 
           output_column: str = "embedding", dtype: str = "float32", batch_size: int = 256, max_in_flight: int = 4,
           retries: int = 2, timeout: float | None = DEFAULT_TIMEOUT, threads: int | None = None,
           api_key: str | None = None, id_column: str | None = None, dimensions: int | None = None,
-          output: str = "dense") -> Any:
+          output: str = "dense", vocab_size: int | None = None) -> Any:
     """``df`` with ``output_column`` appended: the vectors of ``text_column``, a non-null ``array<float>``
     (``array<double>`` for ``dtype="float64"``, ``array<tinyint>`` for ``"int8"``) of non-null values.
 
@@ -139,7 +139,8 @@ def embed(df: Any, *, url: str | Sequence[str] | None = None, model: str | None 
     ``spark.task.cpus``). ``dimensions``: the vectors' dimension if known (else asked on the driver:
     one text to the servers, or the engine loaded there). ``id_column`` names the ids errors quote.
     ``output``: ``"dense"``, ``"tokens"`` (``array<array<float>>``) or ``"sparse"`` (``struct<indices:
-    array<int>, values: array<float>>``), as :class:`densewire.batch.BatchEmbedder`'s.
+    array<int>, values: array<float>>``), as :class:`densewire.batch.BatchEmbedder`'s; ``vocab_size`` its
+    vocabulary size for servers answering TEI's JSON.
 
     Lazy, like any transformation: the schema is checked now (a missing or non-string text column, an
     output column that exists, a dtype Spark cannot hold raise :class:`~densewire.batch.BatchError`
@@ -155,7 +156,7 @@ def embed(df: Any, *, url: str | Sequence[str] | None = None, model: str | None 
         threads = max(1, int(df.sparkSession.conf.get("spark.task.cpus", "1") or 1))
     options = dict(url=url, model=model, text_column=text_column, output_column=output_column, dtype=dtype,
                    batch_size=batch_size, max_in_flight=max_in_flight, retries=retries, timeout=timeout,
-                   threads=threads, api_key=api_key, id_column=id_column, output=output)
+                   threads=threads, api_key=api_key, id_column=id_column, output=output, vocab_size=vocab_size)
     BatchEmbedder.check_output(output, dtype, output_column)
     if dimensions is None:
         dimensions = _ask_dimensions(options)
