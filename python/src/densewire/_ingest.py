@@ -88,18 +88,23 @@ def _texts(path: str) -> Iterator[str]:
             f.close()
 
 
+def text_blocks(args: argparse.Namespace) -> Iterator[tuple[list[str], Any]]:
+    """(texts, ids) of each block of ``--block-rows`` lines of the text file SOURCE."""
+    ids_all = _id_list(args, None)
+    texts = _texts(args.input)
+    for lo in itertools.count(0, args.block_rows):
+        block = list(itertools.islice(texts, args.block_rows))
+        if not block:
+            return
+        yield block, _block_ids(ids_all, args.first_id, lo, lo + len(block))
+
+
 def source_blocks(args: argparse.Namespace, keep) -> Iterator[tuple[Tensor | None, Any, int]]:
     """(vectors, ids, rows of the source seen) per block; ``keep(ids)`` is the mask of rows to write,
     applied before any text is embedded."""
     if args.embed:
-        ids_all = _id_list(args, None)
-        texts = _texts(args.input)
         with Client(args.embed, api_key=args.api_key) as client:
-            for lo in itertools.count(0, args.block_rows):
-                block = list(itertools.islice(texts, args.block_rows))
-                if not block:
-                    return
-                ids = _block_ids(ids_all, args.first_id, lo, lo + len(block))
+            for block, ids in text_blocks(args):
                 mask = keep(ids)
                 chosen = [t for t, k in zip(block, mask) if k]
                 vectors = None
@@ -310,7 +315,7 @@ def run_ingest(args: argparse.Namespace) -> int:
     if getattr(args, "vector_format", None) is None and args.output == "dense":
         args.vector_format = "base64"
     if args.output != "dense":
-        ingest_multi(args, summary, progress_bar(None, args.progress))
+        ingest_multi(args, summary, progress_bar(None, args.progress), text_blocks)
     elif args.to.startswith(("postgresql://", "postgres://")):
         _ingest_postgres(args, summary)
     elif is_es_url(args.to):

@@ -21,8 +21,8 @@ each id once: there is no ``--resume``.
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -85,10 +85,10 @@ def _table(ids: Any, answers: list[Any], column: str, id_column: str) -> pa.Tabl
         pa.field(id_column, id_array.type), pa.field(column, typ, nullable=False, metadata=meta)]))
 
 
-def ingest_multi(args: argparse.Namespace, summary: Any, progress: Any) -> None:
-    """The texts of ``args.input``, embedded block by block, into the sink ``--to`` names."""
-    from ._ingest import _block_ids, _id_list, _texts
-
+def ingest_multi(args: argparse.Namespace, summary: Any, progress: Any,
+                 text_blocks: Callable[[argparse.Namespace], Iterable[tuple[list[str], Any]]]) -> None:
+    """The texts of ``args.input`` (``text_blocks(args)``: each block's texts and ids), embedded block by
+    block, into the sink ``--to`` names."""
     if not args.embed:
         raise SystemExit(f"densewire ingest: --output {args.output} embeds texts on the way: pass --embed URL")
     if args.resume:
@@ -97,16 +97,10 @@ def ingest_multi(args: argparse.Namespace, summary: Any, progress: Any) -> None:
     sink, summary.destination = _sink(args)
     column, id_column = (args.field, "id") if args.to.lower().startswith(("http://", "https://")) else \
         (args.column, args.id_column)
-    ids_all = _id_list(args, None)
-    texts = _texts(args.input)
     update, close = progress
     try:
         with Client(args.embed, api_key=args.api_key) as client:
-            for k, lo in enumerate(itertools.count(0, args.block_rows)):
-                block = list(itertools.islice(texts, args.block_rows))
-                if not block:
-                    break
-                ids = _block_ids(ids_all, args.first_id, lo, lo + len(block))
+            for k, (block, ids) in enumerate(text_blocks(args)):
                 table = _table(ids, _embed(client, block, args.output, args.batch_size), column, id_column)
                 sink.write(table, block=f"block {k}")
                 summary.rows += len(block)

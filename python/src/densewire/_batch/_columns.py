@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._errors import DensewireError
+from .._ragged import RaggedTensor, SparseVectors
 from ._errors import BatchError
 
 __all__ = ["texts_of", "ids_of", "vectors_of", "row_id", "VALUE_TYPES", "value_type", "vector_chunks", "token_chunks",
@@ -181,8 +183,6 @@ def token_chunks(data: pa.Table | pa.RecordBatch, column: str, *, id_column: str
     ``List<FixedSizeList<T>[d]>`` (BatchEmbedder's) or a ``List<List<T>>`` whose inner lists all hold
     ``d`` values (Spark's ``array<array<float>>``). A null row, a null token vector or one of another
     length is a BatchError naming the row."""
-    from .._ragged import RaggedTensor
-
     out, row0, d = [], 0, None
     for chunk in _chunks_of(data, column, block, "per-token"):
         typ = chunk.type
@@ -235,9 +235,6 @@ def sparse_chunks(data: pa.Table | pa.RecordBatch, column: str, *, vocab_size: i
     its buffers. The vocabulary size is ``vocab_size`` or the field's ``densewire.vocabulary_size``
     metadata. Indices not strictly ascending, past the vocabulary or lists of unequal lengths are
     BatchErrors naming the row."""
-    from .._errors import DensewireError
-    from .._ragged import SparseVectors
-
     field = data.schema.field(column) if column in data.schema.names else None
     if vocab_size is None and field is not None and field.metadata:
         size = field.metadata.get(b"densewire.vocabulary_size", b"").decode()
