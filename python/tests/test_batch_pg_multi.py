@@ -11,7 +11,7 @@ import psycopg
 import pyarrow as pa
 import pytest
 
-from densewire import RaggedTensor, SparseVectors, pgvector
+from densewire import RaggedTensor, SparseVectors, maxsim, pgvector
 from densewire._ragged_arrow import ragged_array, sparse_array
 from densewire.batch import BatchError, PgvectorSink, PgvectorTokensSink
 
@@ -192,8 +192,6 @@ def test_maxsim_over_the_per_token_table_is_densewire_maxsim(pgvector_db, conn) 
     """Late interaction read from the table the sink wrote: each document's sum over query tokens of the
     best inner product (pgvector's ``<#>``, negated) equals :func:`densewire.maxsim` on the same tokens,
     and the ranking of the candidates is the same."""
-    from densewire import maxsim
-
     table = _make(conn, "colbert_tokens", f"id bigint, position int, tokens vector({D}), PRIMARY KEY (id, position)")
     r = _ragged(40, seed=9)
     with PgvectorTokensSink(pgvector_db.url, table=table, column="tokens", id_column="id") as sink:
@@ -209,3 +207,19 @@ def test_maxsim_over_the_per_token_table_is_densewire_maxsim(pgvector_db, conn) 
     got = np.array([s for _i, s in sorted(rows)])
     assert np.allclose(got, want[present], rtol=1e-5, atol=1e-5)
     assert [i for i, _s in rows[:5]] == present[np.argsort(-want[present], kind="stable")][:5].tolist()
+
+
+def test_a_token_block_commits_whole_or_not_at_all(pgvector_db, conn) -> None:
+    table = _make(conn, "tokens_atomic", f"id bigint, position int, tokens vector({D}), PRIMARY KEY (id, position)")
+    r = _ragged(120, seed=6)
+    values = r.values.copy()
+    last = int(r.offsets[-2])  # the last document's first token: past the first COPY chunk of 512 rows
+    assert last > 512
+    values[last, 2] = np.nan
+    bad = _token_block(range(120), RaggedTensor.from_lengths(values, r.lengths))
+    with PgvectorTokensSink(pgvector_db.url, table=table, column="tokens", id_column="id") as sink:
+        with pytest.raises(BatchError) as info:
+            sink.write(bad, block="t9")
+        assert info.value.category == "non_finite" and info.value.block == "t9"
+        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+        assert sink.write(_token_block(range(120), r), block="t9") == r.rows.n  # the same sink, usable again

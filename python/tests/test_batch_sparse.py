@@ -15,6 +15,7 @@ import densewire
 from densewire import pgvector
 from densewire._backends.hash import SPARSE_VOCAB_SIZE
 from densewire._batch._columns import sparse_chunks
+from densewire._batch._engine import engine
 from densewire.batch import BatchEmbedder, BatchError, PgvectorSink
 
 TEXTS = [f"document {i} about {'cats and dogs' if i % 3 else 'sparse retrieval with learned weights'}"
@@ -57,7 +58,6 @@ def test_url_mode_is_the_clients_embed_sparse_bit_for_bit(hash_fleet) -> None:
 def test_model_mode_is_the_engines_sparse_output() -> None:
     with BatchEmbedder(model="hash:16", output="sparse", batch_size=100) as embed:
         out = embed(_table())
-    from densewire._batch._engine import engine
     indices, values, nnz = engine("hash:16").embed_sparse(TEXTS)
     _same(_joined(out), densewire.SparseVectors(indices, values, np.concatenate([[0], np.cumsum(nnz)]),
                                                 SPARSE_VOCAB_SIZE))

@@ -10,12 +10,15 @@ bulk bodies (float arrays, Base64 inner vectors) are checked against the column 
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import numpy as np
 import orjson
 import pyarrow as pa
 import pybase64
 import pytest
+import tokenizers
 
 from densewire import RaggedTensor, SparseVectors
 from densewire._backends import default_model_path
@@ -189,10 +192,6 @@ def test_rank_vectors_bad_blocks_name_the_row() -> None:
 
 
 def test_vocabularies_are_read_as_the_tokenizers_library_reads_them(tmp_path) -> None:
-    import json
-
-    import tokenizers
-
     ids = tokenizers.Tokenizer.from_file(str(default_model_path() / "tokenizer.json")).get_vocab(with_added_tokens=True)
     assert VOCAB == sorted(ids, key=ids.get)  # read as JSON, no tokenizers library needed in the workers
     assert load_vocabulary(default_model_path() / "vocab.txt") == VOCAB

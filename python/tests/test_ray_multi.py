@@ -8,6 +8,9 @@ the job runs twice."""
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -106,10 +109,6 @@ def test_tokens_into_a_per_token_table(local_ray, minilm, pgvector_db, conn) -> 
 def test_readme_ray_multi_block(local_ray, hash_fleet, minilm, pgvector_db, es_node, conn, tmp_path) -> None:
     """README.md's ```python ray-multi block, in a new Python process joining this cluster, against the
     session's hash:16 replicas (sparse), a MiniLM server (tokens), PostgreSQL and Elasticsearch."""
-    import re
-    import subprocess
-    import sys
-
     (block,) = re.findall(r"```python ray-multi\n(.*?)```", (REPO / "README.md").read_text(), re.S)
     for table in ("docs_sparse", "doc_tokens"):
         conn.execute(f"DROP TABLE IF EXISTS {table}")
