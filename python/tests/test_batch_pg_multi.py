@@ -125,6 +125,15 @@ def test_a_column_without_vocabulary_metadata_takes_the_targets(pgvector_db, con
     assert np.array_equal(back.tensor.array, sv.to_dense()[order])
 
 
+def test_no_vocabulary_anywhere_is_named(pgvector_db, conn) -> None:
+    table = _make(conn, "splade_nodims", "id bigint PRIMARY KEY, embedding sparsevec")
+    with PgvectorSink(pgvector_db.url, table=table, column="embedding", id_column="id") as sink:
+        with pytest.raises(BatchError, match="states no vocabulary size and splade_nodims.embedding is a sparsevec "
+                                             "without one: declare it sparsevec"):
+            sink.write(_sparse_block(range(5), _sparse(5), vocab=None), block="v")
+        assert sink.write(_sparse_block(range(5), _sparse(5)), block="v") == 5  # the column's metadata says it
+
+
 # -- per-token tables ------------------------------------------------------------------------------------
 def _tokens_back(conn, table: str):
     back = pgvector.read_vectors(conn, query=f"SELECT id, tokens FROM {table} ORDER BY id, position")

@@ -15,7 +15,6 @@ from densewire._backends import BUILTIN_MODEL_NAME, BertBackend, default_model_p
 from densewire._batch._columns import token_chunks
 from densewire._batch._engine import engine
 from densewire.batch import BatchEmbedder, BatchError
-from server_support import ServerProcess
 
 TEXTS = ["a cat sat on the mat", "dogs", "the quick brown fox jumps over the lazy dog, twice over", "x",
          "late interaction keeps a vector per token"]
@@ -29,9 +28,8 @@ def _table(texts=TEXTS) -> pa.Table:
 
 
 @pytest.fixture(scope="module")
-def server():
-    with ServerProcess("--blas-threads", "1") as s:
-        yield s
+def server(minilm_server):
+    return minilm_server  # conftest: one MiniLM server for the session
 
 
 @pytest.fixture(scope="module")

@@ -15,16 +15,14 @@ import densewire
 from densewire import pgvector
 from densewire._backends import default_model_path
 from densewire._cli import main
-from server_support import ServerProcess
 
 TEXTS = [f"text {i} on {'late interaction' if i % 2 else 'learned sparse retrieval'} number {i * 31 % 17}"
          for i in range(45)]
 
 
 @pytest.fixture(scope="module")
-def minilm():
-    with ServerProcess("--blas-threads", "1") as s:
-        yield s
+def minilm(minilm_server):
+    return minilm_server  # conftest: one MiniLM server for the session
 
 
 @pytest.fixture

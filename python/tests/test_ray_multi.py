@@ -23,7 +23,7 @@ import densewire
 from densewire import pgvector
 from densewire._backends import default_model_path
 from densewire._backends.hash import SPARSE_VOCAB_SIZE
-from server_support import REPO, ServerProcess
+from server_support import REPO
 
 TESTS = Path(__file__).resolve().parent
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_memory_monitor_refresh_ms": "0",
@@ -55,9 +55,8 @@ def local_ray():
 
 
 @pytest.fixture(scope="module")
-def minilm():
-    with ServerProcess("--blas-threads", "1") as s:
-        yield s
+def minilm(minilm_server):
+    return minilm_server  # conftest: one MiniLM server for the session
 
 
 def _dataset(n: int = N, rows_per_block: int = 20) -> "ray.data.Dataset":

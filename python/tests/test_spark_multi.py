@@ -20,7 +20,6 @@ from densewire._backends import default_model_path
 from densewire._backends.hash import SPARSE_VOCAB_SIZE
 from densewire.batch import BatchError
 from densewire.spark import embed, write_es_sparse_vector, write_pgvector, write_pgvector_tokens
-from server_support import ServerProcess
 
 N = 60
 TEXTS = [f"document {i} about {'cats' if i % 3 else 'dogs'} and {i % 7} more" for i in range(N)]
@@ -32,9 +31,8 @@ def _corpus(spark, n: int = N, partitions: int = 3):
 
 
 @pytest.fixture(scope="module")
-def minilm():
-    with ServerProcess("--blas-threads", "1") as s:
-        yield s
+def minilm(minilm_server):
+    return minilm_server  # conftest: one MiniLM server for the session
 
 
 @pytest.fixture

@@ -220,9 +220,6 @@ class EsSparseVectorSink(_EsFieldSink):
         self.vocab = load_vocabulary(vocab)
         self._keys = [orjson.dumps(t) for t in self.vocab]
 
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-
     def _prop(self, dims: int | None) -> dict:
         return {"type": "sparse_vector"}
 

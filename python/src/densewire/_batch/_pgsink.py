@@ -133,8 +133,12 @@ class PgvectorSink:
             if target.pg_type != "sparsevec":
                 raise BatchError(f"a sparse column cannot fill {self.table}.{self.column}, a {target.pg_type}: "
                                  f"make it a sparsevec", column=self.column, block=block)
+            vocab = _vocab_of(data, self.column, target)
+            if vocab is None and b"densewire.vocabulary_size" not in (data.schema.field(self.column).metadata or {}):
+                raise BatchError(f"the sparse column states no vocabulary size and {self.table}.{self.column} is a "
+                                 f"sparsevec without one: declare it sparsevec(V)", column=self.column, block=block)
             pieces: list[tuple[int, Any]] = sparse_chunks(data, self.column, id_column=self.id_column, block=block,
-                                                          vocab_size=_vocab_of(data, self.column, target))
+                                                          vocab_size=vocab)
             d = pieces[0][1].vocab_size if pieces else None
         else:
             pieces = vector_chunks(data, self.column, id_column=self.id_column, block=block)

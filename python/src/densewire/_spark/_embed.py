@@ -172,7 +172,9 @@ def embed(df: Any, *, url: str | Sequence[str] | None = None, model: str | None 
                             T.StructField("values", T.ArrayType(element, containsNull=False), False)])
     else:
         typ = T.ArrayType(element, containsNull=False)
-    metadata = {DIMENSIONS_KEY: dimensions, DTYPE_KEY: dtype, OUTPUT_KEY: output}
+    metadata: dict[str, Any] = {DIMENSIONS_KEY: dimensions, DTYPE_KEY: dtype}
+    if output != "dense":  # a dense column's metadata stays what it was
+        metadata[OUTPUT_KEY] = output
     if output == "sparse":
         metadata[VOCABULARY_KEY] = dimensions
     field = T.StructField(output_column, typ, nullable=False, metadata=metadata)
