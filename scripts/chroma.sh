@@ -3,7 +3,9 @@
 # (python/tests/conftest.py starts one a test session) and for users' local runs.
 #
 #   scripts/chroma.sh start DIR   start `chroma run --path DIR/data` on a free loopback port, wait until
-#                                 /api/v2/heartbeat answers, print its URL (http://127.0.0.1:PORT)
+#                                 /api/v2/heartbeat answers, print its URL (http://127.0.0.1:PORT); when
+#                                 DIR holds a server that was stopped or killed: that one again, on its
+#                                 port and data
 #   scripts/chroma.sh stop DIR    stop it and remove DIR
 #
 # The server is the `chroma` of $CHROMA, or of the repository's .venv (scripts/setup-python.sh dev pins
@@ -19,10 +21,11 @@ chroma=${CHROMA:-}
 case "$cmd" in
   start)
     [ -n "$chroma" ] || { echo "no chroma server: run scripts/setup-python.sh dev (or pip install chromadb)" >&2; exit 1; }
-    port=$(free_port)
     mkdir -p "$dir/data"
+    [ -f "$dir/port" ] || free_port >"$dir/port"  # kept for a restart on the same data
+    port=$(cat "$dir/port")
     ANONYMIZED_TELEMETRY=False setsid "$chroma" run --path "$dir/data" --host 127.0.0.1 --port "$port" \
-      >"$dir/log" 2>&1 </dev/null &
+      >>"$dir/log" 2>&1 </dev/null &
     echo $! >"$dir/pid"
     url="http://127.0.0.1:$port"
     for _ in $(seq 1 240); do

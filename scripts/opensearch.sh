@@ -3,7 +3,9 @@
 # sink (python/tests/conftest.py starts one a test session) and for users' local runs.
 #
 #   scripts/opensearch.sh start DIR   start a node with its config, data and logs in DIR on a free loopback
-#                                     port, wait for it to answer green, print its URL (http://127.0.0.1:PORT)
+#                                     port, wait for it to answer green, print its URL (http://127.0.0.1:PORT);
+#                                     when DIR holds a node that was stopped or killed: that node again, on
+#                                     its port and data (green once its shards are recovered)
 #   scripts/opensearch.sh stop DIR    stop it and remove DIR
 #   scripts/opensearch.sh install     fetch and unpack the distribution and the plugin only (scripts/test.sh)
 #
@@ -56,11 +58,13 @@ case "$cmd" in
   start)
     jdk=$(java_home)
     ensure_install "$jdk"
-    port=$(free_port)
-    mkdir -p "$dir/data" "$dir/logs"
+    mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
-    cp -r "$install/config" "$dir/config"
-    cat >>"$dir/config/opensearch.yml" <<EOF
+    if [ ! -f "$dir/port" ]; then  # a new node: its config, data folder and port (kept for a restart)
+      port=$(free_port)
+      mkdir -p "$dir/data" "$dir/logs"
+      cp -r "$install/config" "$dir/config"
+      cat >>"$dir/config/opensearch.yml" <<EOF
 cluster.name: densewire-test
 node.name: node-1
 path.data: $dir/data
@@ -71,9 +75,13 @@ transport.port: 0
 discovery.type: single-node
 cluster.routing.allocation.disk.threshold_enabled: false
 EOF
-    heap=${OPENSEARCH_HEAP:-512m}
-    sed -i "s/^-Xms.*/-Xms$heap/; s/^-Xmx.*/-Xmx$heap/; s#logs/#$dir/logs/#g; s#=data\$#=$dir/data#" \
-      "$dir/config/jvm.options"
+      heap=${OPENSEARCH_HEAP:-512m}
+      sed -i "s/^-Xms.*/-Xms$heap/; s/^-Xmx.*/-Xmx$heap/; s#logs/#$dir/logs/#g; s#=data\$#=$dir/data#" \
+        "$dir/config/jvm.options"
+      echo "$port" >"$dir/port"
+    fi
+    port=$(cat "$dir/port")
+    rm -f "$dir/pid"
     if [ "$(id -u)" -eq 0 ]; then
       chown -R nobody "$dir"
       "${as[@]}" test -r "$dir/config/jvm.options" \

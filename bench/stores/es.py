@@ -7,7 +7,11 @@ Server side (S): for each index type, the bulk bodies of the same ``rows x d`` f
 built before timing, once with the vectors as big-endian Base64 and once as float arrays (the shortest
 float32 decimals); a round creates a fresh index of that type (``l2_norm``), posts the bodies one after
 the other, then refreshes; the time from the first POST to the end of the refresh is the figure, in
-docs/s. One untimed warm-up load of each format first (the node's JIT). Rounds are interleaved (every (type, format) once a round, the order rotated each round). A type
+docs/s. One untimed warm-up load of each format first (the node's JIT). Rounds are interleaved (every
+(type, format, workers) once a round, the order rotated each round). The index is made as a bulk loader
+makes it (``number_of_replicas: 0``, ``refresh_interval: -1`` until the one ``_refresh`` at the end);
+``--workers 1,2`` posts with that many bulk requests in flight (ES indexes one bulk request on one write
+thread, so one request at a time leaves the other cores to merges only), ``--body-mb`` sizes the bodies. A type
 the node refuses (``bbq_disk`` needs a license the zip does not carry) is recorded with the node's reason.
 
 Client side (C): the client CPU (``time.process_time`` of this process; the node is another process) per
@@ -28,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,9 +58,13 @@ def _bodies(vectors: np.ndarray, fmt: str, index: str, rows_per_body: int) -> li
                                           rows_per_chunk=rows_per_body)]
 
 
+#: extra index settings of the server-side loads (``--translog-async``), the same for both formats
+LOAD_SETTINGS: dict = {}
+
+
 def _fresh(c: httpx.Client, index: str, index_type: str, d: int) -> str | None:
     c.delete(f"/{index}?ignore_unavailable=true")
-    r = c.put(f"/{index}", json={"settings": {"number_of_replicas": 0, "refresh_interval": "-1"},
+    r = c.put(f"/{index}", json={"settings": {"number_of_replicas": 0, "refresh_interval": "-1", **LOAD_SETTINGS},
                                   "mappings": {"properties": {"v": {"type": "dense_vector", "dims": d,
                                                                      "similarity": "l2_norm",
                                                                      "index_options": {"type": index_type}}}}})
@@ -64,50 +73,71 @@ def _fresh(c: httpx.Client, index: str, index_type: str, d: int) -> str | None:
     return None
 
 
-def _load(c: httpx.Client, index: str, bodies: list[bytes]) -> tuple[float, str | None]:
+def _post(c: httpx.Client, body: bytes) -> str | None:
+    r = c.post("/_bulk", content=body, headers={"Content-Type": "application/x-ndjson"})
+    answer = r.json()
+    if r.status_code != 200 or answer.get("errors"):
+        item = next((i for i in answer.get("items", []) if "error" in next(iter(i.values()))), answer)
+        return json.dumps(item)[:300]
+    return None
+
+
+def _load(c: httpx.Client, index: str, bodies: list[bytes], workers: int = 1) -> tuple[float, str | None]:
+    """Post ``bodies`` (``workers`` bulk requests in flight, each worker its own connection, as a
+    production bulk loader does: ES indexes one bulk request on one write thread), then refresh."""
     start = time.perf_counter()
-    for body in bodies:
-        r = c.post("/_bulk", content=body, headers={"Content-Type": "application/x-ndjson"})
-        answer = r.json()
-        if r.status_code != 200 or answer.get("errors"):
-            item = next((i for i in answer.get("items", []) if "error" in next(iter(i.values()))), answer)
-            return 0.0, json.dumps(item)[:300]
+    if workers == 1:
+        errors = [_post(c, body) for body in bodies]
+    else:
+        clients = [httpx.Client(base_url=str(c.base_url), timeout=c.timeout) for _ in range(workers)]
+        try:
+            with ThreadPoolExecutor(workers) as pool:
+                errors = list(pool.map(lambda k: _post(clients[k % workers], bodies[k]), range(len(bodies))))
+        finally:
+            for w in clients:
+                w.close()
+    err = next((e for e in errors if e), None)
+    if err:
+        return 0.0, err
     c.post(f"/{index}/_refresh").raise_for_status()
     return time.perf_counter() - start, None
 
 
-def server_side(url: str, vectors: np.ndarray, rounds: int, types: tuple[str, ...]) -> dict:
+def server_side(url: str, vectors: np.ndarray, rounds: int, types: tuple[str, ...], workers: tuple[int, ...] = (1,),
+                body_mb: float = 8) -> dict:
     n, d = vectors.shape
-    rows_per_body = max(1, (8 << 20) // (d * 18))  # bodies of ~8 MB as float arrays (fewer bytes as Base64)
+    rows_per_body = max(1, int((body_mb * (1 << 20)) // (d * 18)))  # bodies of ~body_mb as float arrays (fewer bytes as Base64)
     bodies = {f: _bodies(vectors, f, "bench", rows_per_body) for f in FORMATS}
     sizes = {f: sum(map(len, b)) for f, b in bodies.items()}
-    times: dict[tuple[str, str], list[float]] = {}
+    times: dict[tuple[str, str, int], list[float]] = {}
     refused: dict[str, str] = {}
-    runs = [(t, f) for t in types for f in FORMATS]
+    runs = [(t, f, w) for t in types for f in FORMATS for w in workers]
     with httpx.Client(base_url=url, timeout=3600) as c:
         for f in FORMATS:  # warm-up, untimed: the node's JIT and caches for both parsers
             _fresh(c, "bench", "flat", d)
             _load(c, "bench", bodies[f])
         for r in range(rounds):
             order = runs[r % len(runs):] + runs[:r % len(runs)]
-            for t, f in order:
+            for t, f, w in order:
                 if t in refused:
                     continue
                 why = _fresh(c, "bench", t, d)
-                took, err = (0.0, why) if why else _load(c, "bench", bodies[f])
+                took, err = (0.0, why) if why else _load(c, "bench", bodies[f], w)
                 if err:
                     refused[t] = err
                     continue
                 assert c.get("/bench/_count").json()["count"] == n
-                times.setdefault((t, f), []).append(took)
-                print(f"round {r + 1}: {t:<10} {f:<7} {n / took:>10,.0f} docs/s", file=sys.stderr, flush=True)
+                times.setdefault((t, f, w), []).append(took)
+                print(f"round {r + 1}: {t:<10} {f:<7} {w} in flight {n / took:>10,.0f} docs/s  load "
+                      f"{os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
         c.delete("/bench?ignore_unavailable=true")
-    out = {"rows": n, "d": d, "body_bytes": sizes, "rows_per_body": rows_per_body, "refused": refused, "types": {}}
-    for t in types:
+    out = {"rows": n, "d": d, "body_bytes": sizes, "rows_per_body": rows_per_body, "bulk_requests_in_flight": workers,
+           "refused": refused, "types": {}}
+    for t, w in ((t, w) for t in types for w in workers):
         if t in refused:
             continue
-        b64, fl = times[(t, "base64")], times[(t, "floats")]
-        out["types"][t] = {
+        b64, fl = times[(t, "base64", w)], times[(t, "floats", w)]
+        out["types"][t if workers == (1,) else f"{t} ({w} in flight)"] = {
             "base64_docs_s": {"best": n / min(b64), "median": n / statistics.median(b64)},
             "floats_docs_s": {"best": n / min(fl), "median": n / statistics.median(fl)},
             "ratio": {"best": min(fl) / min(b64), "median": statistics.median(fl) / statistics.median(b64)},
@@ -164,9 +194,17 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--types", default=",".join(INDEX_TYPES))
     p.add_argument("--only", default="S,C", help="S (server side), C (client side), or both")
+    p.add_argument("--workers", default="1", help="server side: bulk requests in flight, one figure per value "
+                                                  "(e.g. 1,2; each on its own connection, both formats alike)")
+    p.add_argument("--translog-async", action="store_true", help="index.translog.durability: async (fsync "
+                   "every 5 s, not every bulk request), as ES's 'tune for indexing speed' allows for a reloadable load")
+    p.add_argument("--body-mb", type=float, default=8, help="server side: MB a bulk body as float arrays (the "
+                                                            "same rows a body as Base64)")
     p.add_argument("--url", help="a running node (security off); default: start one")
     p.add_argument("--json")
     args = p.parse_args()
+    if args.translog_async:
+        LOAD_SETTINGS["translog"] = {"durability": "async"}
     vectors = np.random.default_rng(3).standard_normal((args.rows, args.d)).astype(np.float32)
     node_dir = None
     url = args.url
@@ -181,9 +219,11 @@ def main() -> None:
         result = {"machine": machine_info(("densewire", "numpy", "pybase64", "orjson", "elasticsearch")),
                   "node": {"version": "9.5.3", "jvm": f"{jvm['vm_name']} {jvm['version']}",
                            "heap_max_bytes": jvm["mem"]["heap_max_in_bytes"]},
-                  "load_average_before": os.getloadavg(), "rounds": args.rounds}
+                  "load_average_before": os.getloadavg(), "rounds": args.rounds,
+                  "index_settings": {"number_of_replicas": 0, "refresh_interval": "-1", **LOAD_SETTINGS}}
         if "S" in args.only:
-            result["server"] = server_side(url, vectors, args.rounds, tuple(args.types.split(",")))
+            result["server"] = server_side(url, vectors, args.rounds, tuple(args.types.split(",")),
+                                           tuple(int(w) for w in args.workers.split(",")), args.body_mb)
         if "C" in args.only:
             result["client"] = client_side(url, vectors, args.rounds)
         result["load_average_after"] = os.getloadavg()

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
-import time
 
 import httpx
 import numpy as np
@@ -23,6 +21,7 @@ import densewire
 from densewire import _convert
 from densewire.batch import BatchError, EsBulkSink
 from es_support import EsNode, es_docs
+from store_support import load_through_a_kill
 
 rng = np.random.default_rng(31)
 
@@ -197,31 +196,17 @@ def test_a_node_killed_mid_load_and_restarted_leaves_every_row_once(es_node) -> 
     # within an ulp, not bit for bit
     sink = EsBulkSink(url, index=index, field="embedding", id_column="id", create_index=True, index_type="flat",
                       similarity="l2_norm", max_bytes=20_000, retries=1)
-    done: list[int] = []
-    failures: list[str] = []
 
-    def job() -> None:
-        for b in range(blocks):
-            block = slice(b * rows, (b + 1) * rows)
-            for attempt in range(120):  # the job's retries: the block again until it is written whole
-                try:
-                    sink.write(_table(range(block.start, block.stop), vectors[block]), block=f"b{b}")
-                    break
-                except BatchError as exc:
-                    failures.append(f"b{b}: {exc.category}")
-                    time.sleep(1)
-            done.append(b)
+    def write(b: int) -> None:
+        block = slice(b * rows, (b + 1) * rows)
+        sink.write(_table(range(block.start, block.stop), vectors[block]), block=f"b{b}")
 
-    worker = threading.Thread(target=job)
-    worker.start()
-    try:
-        while len(done) < 3:
-            time.sleep(0.05)
+    def kill() -> None:
         node.kill()  # mid-load: blocks are being posted
         node.start()
-    finally:
-        worker.join(timeout=600)
-    assert done == list(range(blocks)) and failures and all(f.endswith("unavailable") for f in failures), failures
+
+    failures = load_through_a_kill(write, blocks, kill, retry_on=BatchError)
+    assert failures and all(": unavailable:" in f for f in failures), failures
     docs = es_docs(url, index, "embedding")
     assert sorted(map(int, docs)) == list(range(blocks * rows))
     assert np.array_equal(_bits(np.stack([docs[str(i)] for i in range(blocks * rows)])), _bits(vectors))

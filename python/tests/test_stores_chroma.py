@@ -1,7 +1,8 @@
 """ChromaSink and ``densewire ingest --to chroma+http://`` against a real Chroma 1.5 server (the session's
 ``chroma_server``): Base64 little-endian float32 bodies that match Chroma's own client, every id once
-after a retried block, each vector read back bit for bit, clear errors for a wrong dimension or a
-missing collection."""
+after a retried block, each vector read back bit for bit, a server SIGKILLed mid-load and restarted
+leaving every row once after the job's retries, clear errors for a wrong dimension or a missing
+collection."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from chromadb.api.types import optional_embeddings_to_base64_strings
 import densewire
 from densewire._cli import main
 from densewire._stores._http import request_json
-from densewire._stores.chroma import embeddings_json, upsert_body
+from densewire._stores.chroma import ChromaServer, embeddings_json, upsert_body
 from densewire.batch import BatchError, ChromaSink
+from store_support import load_through_a_kill
 
 D = 16
 
@@ -62,6 +64,38 @@ def test_blocks_read_back_bit_for_bit_and_a_retried_block_replaces(chroma_server
     assert np.array_equal(got.view(np.uint32), a.view(np.uint32))
 
 
+def test_requests_in_flight_side_by_side_each_row_once(chroma_server, monkeypatch) -> None:
+    """``concurrency=3``: a block of 3,000 rows is cut into 3 upserts (not one of Chroma's max_batch_size)
+    that are in flight at once; every row lands once, bit for bit."""
+    import threading
+    import time
+
+    real, lock, state = ChromaServer.upsert, threading.Lock(), {"now": 0, "most": 0, "requests": 0}
+
+    def upsert(self, collection_id, body):  # the real request, with how many are in flight counted
+        with lock:
+            state["now"] += 1
+            state["requests"] += 1
+            state["most"] = max(state["most"], state["now"])
+        try:
+            time.sleep(0.2)  # long enough for the others to start
+            return real(self, collection_id, body)
+        finally:
+            with lock:
+                state["now"] -= 1
+
+    monkeypatch.setattr(ChromaServer, "upsert", upsert)
+    a = _vectors(3000, 9)
+    sink = ChromaSink(chroma_server.url, collection="chroma_concurrent", column="emb", id_column="id",
+                      create_collection=True, concurrency=3)
+    assert sink.write(_table(range(3000), a), block="b0") == 3000
+    assert state["requests"] == 3 and state["most"] == 3, state
+    docs = _read(chroma_server.url, "chroma_concurrent")
+    assert np.array_equal(np.stack([docs[str(i)] for i in range(3000)]).view(np.uint32), a.view(np.uint32))
+    with pytest.raises(BatchError, match="concurrency is the upsert requests in flight, at least 1, not 0"):
+        ChromaSink(chroma_server.url, collection="chroma_concurrent", column="emb", id_column="id", concurrency=0)
+
+
 def test_wrong_dimension_and_missing_collection_are_clear_errors(chroma_server) -> None:
     ChromaSink(chroma_server.url, collection="chroma_dims", column="emb", id_column="id",
                create_collection=True).write(_table([1], _vectors(1, 2)), block="b0")
@@ -98,3 +132,28 @@ def test_cli_ingest_to_chroma(chroma_server, tmp_path) -> None:
     docs = _read(chroma_server.url, "chroma_cli")
     assert sorted(map(int, docs)) == list(range(300))
     assert np.array_equal(np.stack([docs[str(i)] for i in range(300)]).view(np.uint32), a.view(np.uint32))
+
+
+def test_a_server_killed_mid_load_and_restarted_leaves_every_row_once(chroma_server) -> None:
+    """``chroma run`` SIGKILLed while blocks are being upserted, restarted on its data and port: the job
+    retries each failed block and in the end every row is there once, bit for bit (what Chroma answered
+    for was in its write-ahead log)."""
+    blocks, rows = 24, 200
+    a = _vectors(blocks * rows, 7, d=32)
+    sink = ChromaSink(chroma_server.url, collection="chroma_killed", column="emb", id_column="id",
+                      create_collection=True, retries=1)
+    sink.check(32)
+    sink._batch = 50  # several requests a block
+
+    def write(b: int) -> None:
+        sink.write(_table(range(b * rows, (b + 1) * rows), a[b * rows:(b + 1) * rows]), block=f"b{b}")
+
+    def kill() -> None:
+        chroma_server.kill()
+        chroma_server.start()
+
+    failures = load_through_a_kill(write, blocks, kill, retry_on=BatchError)
+    assert failures and all(": unavailable:" in f for f in failures), failures
+    docs = _read(chroma_server.url, "chroma_killed")
+    assert sorted(map(int, docs)) == list(range(blocks * rows))
+    assert np.array_equal(np.stack([docs[str(i)] for i in range(blocks * rows)]).view(np.uint32), a.view(np.uint32))

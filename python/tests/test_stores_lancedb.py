@@ -1,8 +1,15 @@
 """LanceDBSink and ``densewire ingest --to lancedb:PATH`` into a real (embedded) LanceDB 0.40: the Arrow
-vectors go in without a copy, read back bit for bit, each id once after a retried block, and clear
-errors for a wrong dimension or a missing table."""
+vectors go in without a copy, read back bit for bit, each id once after a retried block, the writing
+process SIGKILLed mid-load and its job rerun leaving every row once, and clear errors for a wrong
+dimension or a missing table."""
 
 from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import lancedb
 import numpy as np
@@ -90,3 +97,36 @@ def test_cli_ingest_to_lancedb(tmp_path) -> None:
     assert main(args) == 0  # again: merged by id
     ids, got = _read(tmp_path / "db", "docs")
     assert ids == list(range(300)) and np.array_equal(got.view(np.uint32), a.view(np.uint32))
+
+
+def test_a_writer_killed_mid_load_and_rerun_leaves_every_row_once(tmp_path) -> None:
+    """LanceDB is embedded: what can die mid-load is the writing process. ``densewire ingest --to lancedb:``
+    SIGKILLed once some blocks are committed and others are being merged, then the same job run again:
+    the table opens (a merge is one commit: none half-applied) and every row is there once, bit for bit."""
+    blocks, rows = 40, 200
+    a = _vectors(blocks * rows, 7, d=32)
+    body, _ = densewire.encode(densewire.Embeddings(densewire.Tensor.from_array(a), "m"), "arrow")
+    (tmp_path / "v.arrow").write_bytes(bytes(body))
+    uri = tmp_path / "db"
+    job = [sys.executable, "-m", "densewire", "ingest", str(tmp_path / "v.arrow"), "--to", f"lancedb:{uri}",
+           "--table", "docs", "--column", "vec", "--block-rows", str(rows), "--create-index", "--quiet"]
+    writer = subprocess.Popen(job, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        seen = 0
+        deadline = time.monotonic() + 300
+        while seen < 3 * rows and writer.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+            try:
+                seen = lancedb.connect(uri).open_table("docs").count_rows()
+            except (ValueError, FileNotFoundError, OSError):  # not made yet
+                pass
+        os.kill(writer.pid, signal.SIGKILL)
+    finally:
+        writer.communicate(timeout=60)
+    assert writer.returncode == -signal.SIGKILL, "the job ended before it could be killed mid-load"
+    ids, _ = _read(uri, "docs")
+    assert 3 * rows <= len(ids) < blocks * rows and len(set(ids)) == len(ids)  # killed mid-load, nothing twice
+    rerun = subprocess.run(job, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    ids, got = _read(uri, "docs")
+    assert ids == list(range(blocks * rows)) and np.array_equal(got.view(np.uint32), a.view(np.uint32))

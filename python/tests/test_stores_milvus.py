@@ -1,7 +1,8 @@
 """MilvusSink and ``densewire ingest --to milvus+http://`` against a real Milvus Lite 2.5.1 standalone on
 TCP (the session's ``milvus_server``): requests whose vector column is filled from the buffer and equal
 to the ones pymilvus builds from lists, float32 and float16 vectors read back bit for bit, each id once
-after a retried block, clear errors for a wrong dimension or a missing collection."""
+after a retried block, a server SIGKILLed mid-load and restarted leaving every row once after the job's
+retries, clear errors for a wrong dimension or a missing collection."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import densewire
 from densewire._cli import main
 from densewire._stores.milvus import upsert_request
 from densewire.batch import BatchError, MilvusSink
+from store_support import load_through_a_kill
 
 D = 16
 
@@ -102,3 +104,26 @@ def test_cli_ingest_to_milvus(milvus_server, tmp_path) -> None:
     assert main(args) == 0
     ids, got = _read(milvus_server.url, "mv_cli")
     assert ids == list(range(10, 310)) and np.array_equal(got.view(np.uint32), a.view(np.uint32))
+
+
+def test_a_server_killed_mid_load_and_restarted_leaves_every_row_once(milvus_server) -> None:
+    """Milvus Lite SIGKILLed while blocks are being upserted, restarted on its database and port: the job
+    retries each failed block and in the end every row is there once, bit for bit."""
+    blocks, rows = 24, 200
+    a = _vectors(blocks * rows, 7, d=32)
+    sink = MilvusSink(milvus_server.url, collection="mv_killed", column="emb", id_column="id",
+                      create_collection=True, max_rows=50, retries=1)  # several requests a block
+
+    def write(b: int) -> None:
+        sink.write(_table(range(b * rows, (b + 1) * rows), a[b * rows:(b + 1) * rows]), block=f"b{b}")
+
+    def kill() -> None:
+        milvus_server.kill()
+        milvus_server.start()
+
+    failures = load_through_a_kill(write, blocks, kill, retry_on=BatchError)
+    sink.close()
+    assert failures and all(": unavailable:" in f for f in failures), failures
+    ids, got = _read(milvus_server.url, "mv_killed")
+    assert ids == list(range(blocks * rows))
+    assert np.array_equal(got.view(np.uint32), a.view(np.uint32))

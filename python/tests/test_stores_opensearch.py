@@ -1,6 +1,7 @@
 """OpenSearchSink and ``densewire ingest --to opensearch+http://`` against a real OpenSearch 3.5 + k-NN
 (the session's ``opensearch_node``): every id once, each vector read back bit for bit, a retried block
-replacing its documents, and clear errors for a wrong dimension or a missing index."""
+replacing its documents, a node SIGKILLed mid-load and restarted leaving every row once after the job's
+retries, and clear errors for a wrong dimension or a missing index."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 import densewire
 from densewire._cli import main
 from densewire.batch import BatchError, OpenSearchSink
+from store_support import load_through_a_kill
 
 D = 16
 
@@ -93,3 +95,26 @@ def test_cli_ingest_to_opensearch(opensearch_node, tmp_path) -> None:
     assert sorted(map(int, docs)) == list(range(1000, 1250))
     got = np.stack([docs[str(1000 + i)] for i in range(250)])
     assert np.array_equal(got, a.astype(np.float32))  # float16 widened exactly
+
+
+def test_a_node_killed_mid_load_and_restarted_leaves_every_row_once(opensearch_node) -> None:
+    """The node SIGKILLed while blocks are being posted, restarted on its data directory and port: the
+    job retries each failed block and in the end every row is there once, bit for bit."""
+    blocks, rows = 24, 200
+    a = _vectors(blocks * rows, 7, d=32)
+    sink = OpenSearchSink(opensearch_node.url, index="os_killed", field="emb", id_column="id", create_index=True,
+                          max_bytes=20_000, retries=1)  # several requests a block
+
+    def write(b: int) -> None:
+        sink.write(_table(range(b * rows, (b + 1) * rows), a[b * rows:(b + 1) * rows]), block=f"b{b}")
+
+    def kill() -> None:
+        opensearch_node.kill()
+        opensearch_node.start()
+
+    failures = load_through_a_kill(write, blocks, kill, retry_on=BatchError)
+    assert failures and all(": unavailable:" in f for f in failures), failures
+    docs = _documents(opensearch_node.url, "os_killed")
+    assert sorted(map(int, docs)) == list(range(blocks * rows))
+    got = np.stack([docs[str(i)] for i in range(blocks * rows)])
+    assert np.array_equal(got.view(np.uint32), a.view(np.uint32))

@@ -383,8 +383,9 @@ def add_ingest_command(sub: Any, add_input_options, load_input) -> None:
                    help="the field's element type (default: the existing field's, else from the data: int8 byte, "
                         "binary bit, bfloat16 bfloat16, others float)")
     g.add_argument("--es-api-key", metavar="KEY", help="an Elasticsearch API key (the encoded id:key; or "
-                                                        "DENSEWIRE_ES_API_KEY)")
-    g.add_argument("--ca-file", metavar="PEM", help="the CA certificate(s) to verify an https:// node with")
+                                                        "DENSEWIRE_ES_API_KEY); also sent to an OpenSearch URL")
+    g.add_argument("--ca-file", metavar="PEM", help="the CA certificate(s) to verify an https:// Elasticsearch "
+                                                    "or OpenSearch node with")
     add_store_options(p)
     g = p.add_argument_group("ids, ranges and resuming")
     g.add_argument("--ids", metavar="FILE", help="one id per line for the source's rows (default: row numbers)")

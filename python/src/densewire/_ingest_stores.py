@@ -6,7 +6,9 @@ rows are written by id (replaced or upserted), so a run that is interrupted and 
 once. The destinations, each named as the store's own tools name it:
 
 * ``opensearch+http(s)://[USER:PASSWORD@]HOST:9200``: ``--index`` (a k-NN index; ``--create-index``
-  makes it with a lucene HNSW ``knn_vector`` of the data's dimension) and ``--field``;
+  makes it with a lucene HNSW ``knn_vector`` of the data's dimension) and ``--field``; basic auth from
+  the URL, ``--ca-file`` for TLS and ``--es-api-key`` as for Elasticsearch, on the index check and the
+  ``_bulk`` requests alike;
 * ``lancedb:PATH`` (a folder, or ``lancedb:s3://bucket/db``): ``--table`` and ``--column`` (a fixed-size
   list; ``--create-index`` makes the table), rows merged by id;
 * ``chroma+http(s)://HOST:8000``: ``--collection`` (``--create-index`` makes it, ``--space-type`` l2,
@@ -19,6 +21,7 @@ once. The destinations, each named as the store's own tools name it:
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -63,7 +66,8 @@ def store_sink(args: argparse.Namespace) -> tuple[Any, str]:
             raise SystemExit("densewire ingest: an OpenSearch destination needs --index")
         url = to[len("opensearch+"):]
         sink = OpenSearchSink(url, index=args.index, field=args.field, id_column="id", create_index=args.create_index,
-                              space_type=args.space_type)
+                              space_type=args.space_type, ca_file=args.ca_file,
+                              api_key=args.es_api_key or os.environ.get("DENSEWIRE_ES_API_KEY"))
         return sink, f"OpenSearch {url.split('@')[-1]} index {args.index}, field {args.field} (float arrays)"
     if low.startswith("lancedb:"):
         if not args.table or not args.column:

@@ -2,7 +2,11 @@
 
 Each block is cut into requests of at most the server's ``max_batch_size`` rows (its
 ``/pre-flight-checks``), each one ``POST .../collections/<id>/upsert`` whose body
-:func:`densewire._stores.chroma.upsert_body` assembles from the vectors' buffer. Upsert by id: a block
+:func:`densewire._stores.chroma.upsert_body` assembles from the vectors' buffer. Every body is built
+(every value checked) before the first is sent, then ``concurrency`` of them are in flight at once
+(default 1; with more, a block is cut into at least ``concurrency`` requests when it has ``MIN_ROWS``
+rows for each). The time of a load is the server's (its log and HNSW index: the same work for any
+client, bench/stores/RESULTS.md), so more in flight helps only where the server has idle cores. Upsert by id: a block
 written again replaces its rows. 429, 502-504 and lost connections are retried by the client's
 :class:`RetryPolicy` (SPEC.md 18); a 4xx is a :class:`BatchError` naming the block and Chroma's message.
 The collection is checked (its dimension, once it holds vectors) before the first request, or made
@@ -14,6 +18,7 @@ from __future__ import annotations
 import http.client
 import time
 import urllib.error
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -27,6 +32,9 @@ from ._errors import BatchError, store_check_error
 
 __all__ = ["ChromaSink"]
 
+#: the fewest rows a request when a block is cut into ``concurrency`` requests
+MIN_ROWS = 500
+
 
 class ChromaSink:
     """Write blocks of an Arrow table (``id_column`` and the vector ``column``) into ``collection`` of the
@@ -34,8 +42,11 @@ class ChromaSink:
 
     def __init__(self, url: str, *, collection: str, column: str, id_column: str, create_collection: bool = False,
                  space: str = "l2", tenant: str = "default_tenant", database: str = "default_database",
-                 token: str | None = None, retries: int = 2, timeout: float = 120.0) -> None:
+                 token: str | None = None, retries: int = 2, timeout: float = 120.0, concurrency: int = 1) -> None:
+        if concurrency < 1:
+            raise BatchError(f"concurrency is the upsert requests in flight, at least 1, not {concurrency}")
         self.url, self.collection, self.column, self.id_column = url, collection, column, id_column
+        self.concurrency = concurrency
         self.create_collection, self.space, self.tenant, self.database = create_collection, space, tenant, database
         self.token, self.retries, self.timeout = token, retries, timeout
         self._id: str | None = None
@@ -73,19 +84,28 @@ class ChromaSink:
         d = pieces[0][1].shape[1]
         if self._dims != d or self._id is None:
             self.check(d, block)
+        # requests of at most max_batch_size rows, and at least `concurrency` of them when the block is large
+        # enough (MIN_ROWS a request), so that Chroma indexes them side by side
+        step = min(self._batch, max(MIN_ROWS, -(-data.num_rows // self.concurrency)))
         bodies = []
-        try:
+        try:  # every body built (every value checked) before anything is sent
             for row0, a in pieces:
                 a = float32_rows(a, self.column, row0)
-                for lo in range(0, len(a), self._batch):
-                    hi = min(lo + self._batch, len(a))  # within this piece: the ids after it are the next piece's
+                for lo in range(0, len(a), step):
+                    hi = min(lo + step, len(a))  # within this piece: the ids after it are the next piece's
                     bodies.append(upsert_body(ids[row0 + lo:row0 + hi], a[lo:hi]))
         except ValueError as exc:  # a non-finite value, an integer dtype
             raise BatchError(str(exc), category=getattr(exc, "category", "invalid_field"), column=self.column,
                              block=block) from exc
         server = self._server()
-        for body in bodies:
-            self._send(server, body, block)
+        if self.concurrency == 1 or len(bodies) == 1:
+            for body in bodies:
+                self._send(server, body, block)
+            return data.num_rows
+        with ThreadPoolExecutor(min(self.concurrency, len(bodies))) as pool:
+            sent = [pool.submit(self._send, server, body, block) for body in bodies]
+        for future in sent:  # every request has ended (written or failed); the first failure is the block's
+            future.result()
         return data.num_rows
 
     def _send(self, server: ChromaServer, body: bytes, block: str) -> None:

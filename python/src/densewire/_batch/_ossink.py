@@ -15,7 +15,6 @@ from typing import Any
 import pyarrow as pa
 
 from .._stores._es import EsConnection, EsError, EsIndex
-from .._stores._http import StoreHttpError
 from .._stores.opensearch import KnnIndexError, ensure_knn_index
 from ._columns import vector_chunks
 from ._errors import BatchError, store_check_error
@@ -26,8 +25,10 @@ __all__ = ["OpenSearchSink"]
 
 class OpenSearchSink(EsBulkSink):
     """Write blocks of an Arrow table (``id_column`` and the vector column ``field``) into the k-NN
-    ``index`` of the OpenSearch at ``url`` (``http(s)://[user:password@]host:port``). ``write`` returns
-    the documents created (not those replaced); ``refresh=True`` refreshes the index after each block."""
+    ``index`` of the OpenSearch at ``url`` (``http(s)://[user:password@]host:port``; ``ca_file`` to
+    verify its TLS certificate, ``api_key`` for an ``Authorization: ApiKey`` proxy: both
+    :class:`EsBulkSink`'s, used for the index check and the bulk requests alike). ``write`` returns the
+    documents created (not those replaced); ``refresh=True`` refreshes the index after each block."""
 
     def __init__(self, url: str, *, index: str, field: str, id_column: str, create_index: bool = False,
                  space_type: str = "l2", engine: str = "lucene", refresh: bool = False, **options: Any) -> None:
@@ -43,20 +44,15 @@ class OpenSearchSink(EsBulkSink):
         whose ``bulk`` sends the bodies."""
         if self._target is None:
             try:
-                ensure_knn_index(self.path_or_url, self.index, self.field, dims, create=self.create_index,
-                                 space_type=self.space_type, engine=self.engine, timeout=self.timeout)
                 conn = EsConnection(self.path_or_url, api_key=self.api_key, ca_file=self.ca_file,
                                     timeout=self.timeout, retries=self.retries)
                 target = EsIndex(conn, self.index, self.field)
+                ensure_knn_index(conn, self.index, self.field, dims, create=self.create_index,
+                                 space_type=self.space_type, engine=self.engine)
             except KnnIndexError as exc:
                 raise store_check_error(exc, column=self.field, block=block) from None
-            except StoreHttpError as exc:  # OpenSearch's answer: a bad index name, a mapping it refused
-                category = "invalid_field" if 400 <= exc.status < 500 else "unavailable"
-                raise BatchError(f"OpenSearch: {exc}", category=category, column=self.field, block=block) from None
-            except EsError as exc:
-                raise BatchError(exc.message, category=exc.category, column=self.field, block=block) from exc
-            except OSError as exc:
-                raise BatchError(f"OpenSearch at {self.path_or_url}: {exc}", category="unavailable",
+            except EsError as exc:  # OpenSearch's answer (a bad index name, a mapping it refused, 401), or none
+                raise BatchError(f"OpenSearch: {exc.message}", category=exc.category, column=self.field,
                                  block=block) from exc
             target.element_type = "float"
             self._target = target

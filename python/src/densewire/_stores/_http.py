@@ -1,4 +1,4 @@
-"""One JSON request to a store's HTTP API (OpenSearch, Chroma), with credentials from the URL.
+"""One JSON request to Chroma's HTTP API, with credentials from the URL (OpenSearch goes through _es.EsConnection).
 
 ``http(s)://user:password@host:port`` becomes Basic authentication; the answer is parsed JSON; an HTTP
 error is :class:`StoreHttpError` with the status and the store's own message (its first 500 bytes).

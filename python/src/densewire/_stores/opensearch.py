@@ -4,7 +4,8 @@ OpenSearch takes vectors only as JSON float arrays, so the bodies are :func:`den
 ``vector_format="floats"`` (each row's float32 values written by orjson straight from the numpy buffer:
 no Python float per value, the shortest decimal that reads back as the same float32). Before a sink
 sends anything the index is checked: ``GET <index>/_mapping`` must show ``field`` as a ``knn_vector`` of
-the vectors' dimension; a missing index is made when asked (``index.knn: true``, an HNSW ``method`` on
+the vectors' dimension (through the :class:`~densewire._stores._es.EsConnection` the bulk requests use:
+an API key, basic auth and TLS with a CA file as for Elasticsearch); a missing index is made when asked (``index.knn: true``, an HNSW ``method`` on
 the ``lucene`` engine, the one the k-NN plugin runs without its native libraries) and is an error
 otherwise.
 """
@@ -12,8 +13,9 @@ otherwise.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
-from ._http import StoreHttpError, request_json, split_credentials
+from ._es import EsConnection, EsError, _reason
 
 __all__ = ["SPACE_TYPES", "ENGINES", "KnnIndexError", "knn_index_body", "ensure_knn_index"]
 
@@ -37,31 +39,28 @@ class KnnIndexError(ValueError):
     """The index is missing (and was not to be made) or its field is not a ``knn_vector`` of ``dims``."""
 
 
-def ensure_knn_index(url: str, index: str, field: str, dims: int, *, create: bool = False,
-                     space_type: str = "l2", engine: str = "lucene", timeout: float = 60.0) -> str:
-    """Check (or with ``create`` make) ``index`` at ``url``; "checked" or "created"."""
+def ensure_knn_index(conn: EsConnection, index: str, field: str, dims: int, *, create: bool = False,
+                     space_type: str = "l2", engine: str = "lucene") -> str:
+    """Check (or with ``create`` make) ``index`` on the node ``conn`` talks to (its API key, basic auth and
+    CA file: the connection the ``_bulk`` requests use); "checked" or "created"."""
     if space_type not in SPACE_TYPES:
         raise KnnIndexError(f"space_type must be one of {', '.join(SPACE_TYPES)}, not {space_type!r}")
     if engine not in ENGINES:
         raise KnnIndexError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-    base, headers = split_credentials(url)
-    where = f"{base}/{index}"
-    try:
-        mapping = request_json("GET", f"{where}/_mapping", headers=headers, timeout=timeout)
-    except StoreHttpError as exc:
-        if exc.status != 404:
-            raise
+    where = "/" + quote(index, safe="")
+    status, mapping = conn.request("GET", f"{where}/_mapping")
+    if status == 404:
         if not create:
-            raise KnnIndexError(f"no index {index!r} at {base} (create it, or pass create_index=True / "
-                                f"--create-index to have a knn_vector index of {dims} dimensions made)") from None
-        try:
-            request_json("PUT", where, knn_index_body(field, dims, space_type=space_type, engine=engine),
-                         headers=headers, timeout=timeout)
+            raise KnnIndexError(f"no index {index!r} at {conn.url} (create it, or pass create_index=True / "
+                                f"--create-index to have a knn_vector index of {dims} dimensions made)")
+        status, answer = conn.request("PUT", where, knn_index_body(field, dims, space_type=space_type, engine=engine),
+                                      ok=(200, 201, 400))
+        if status == 200:
             return "created"
-        except StoreHttpError as exc2:
-            if "resource_already_exists_exception" not in exc2.text:  # made meanwhile by another task: check it
-                raise
-        mapping = request_json("GET", f"{where}/_mapping", headers=headers, timeout=timeout)
+        if "resource_already_exists_exception" not in str(answer):  # made meanwhile by another task: check it
+            raise EsError(f"PUT {conn.url}{where} answered HTTP {status}: {_reason(answer)}",
+                          category="invalid_field", status=status, field="index")
+        status, mapping = conn.request("GET", f"{where}/_mapping")
     (_name, body), = mapping.items()  # an alias answers with its one index
     props = body.get("mappings", {}).get("properties", {})
     spec = props.get(field)
