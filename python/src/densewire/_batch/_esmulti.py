@@ -240,14 +240,15 @@ class EsSparseVectorSink(_EsFieldSink):
                 raise BatchError(f"weight {values[j]} of token {self.vocab[int(sv.indices[j])]!r}: a sparse_vector "
                                  f"weight is a positive normal float", category="invalid_field", column=self.field,
                                  row=row, row_id=_id_at(ids, row), block=block)
-            offsets, keys = sv.offsets.tolist(), self._keys
+            keep = values != 0  # zero weights are left out (the node refuses them)
+            rows = np.repeat(np.arange(sv.n), sv.nnz)[keep]
+            offsets = np.searchsorted(rows, np.arange(sv.n + 1)).tolist()  # the kept entries' row offsets
+            kept = values[keep]
             # float32's shortest round-trip text (orjson's numpy float32), one dump for the chunk
-            texts = orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].split(b",") if values.size else []
-            indices = sv.indices.tolist()
-            for r in range(sv.n):
-                a, b = offsets[r], offsets[r + 1]
-                out.append(b"{" + b",".join(keys[indices[k]] + b":" + texts[k] for k in range(a, b) if values[k] != 0)
-                           + b"}")
+            texts = orjson.dumps(kept, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].split(b",") if kept.size else []
+            keys = self._keys
+            pairs = [keys[i] + b":" + t for i, t in zip(sv.indices[keep].tolist(), texts)]
+            out += [b"{" + b",".join(pairs[offsets[r]:offsets[r + 1]]) + b"}" for r in range(sv.n)]
         return ids, out, None
 
 
