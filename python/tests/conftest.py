@@ -146,3 +146,13 @@ def milvus_server():
         yield server
     finally:
         server.stop()
+
+
+# -- issue 32: one MiniLM server for the per-token batch, Ray, Spark and ingest tests ------------------------
+@pytest.fixture(scope="session")
+def minilm_server():
+    """``densewire serve`` with the default model (MiniLM: per-token states on /embed_all), for the session."""
+    from server_support import ServerProcess
+
+    with ServerProcess("--blas-threads", "1") as server:
+        yield server

@@ -26,7 +26,7 @@ def test_readme_has_examples() -> None:
 
 # the blocks that need more than this process (a server, a cluster) are tagged, and run by these tests
 TAGGED_RUNNERS = {"server": "test_readme.py", "ray": "test_ray.py", "spark": "test_spark.py", "ray-store": "test_ray.py",
-                  "colbert": "test_colbert_server.py"}
+                 "ray-multi": "test_ray_multi.py", "colbert": "test_colbert_server.py"}
 
 
 def test_every_tagged_python_block_is_run_by_a_test() -> None:

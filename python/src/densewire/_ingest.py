@@ -32,6 +32,7 @@ import numpy as np
 
 from ._client import Client
 from ._errors import InvalidFieldError
+from ._ingest_multi import OUTPUTS, ingest_multi
 from ._ingest_stores import add_store_options, ingest_store, is_store
 from ._stores._es import INDEX_TYPES, SIMILARITIES, EsConnection, EsError, EsIndex, is_es_url
 from ._stores._esbulk import ELEMENT_TYPES, VECTOR_FORMATS, bulk_lines, element_type_of
@@ -87,18 +88,23 @@ def _texts(path: str) -> Iterator[str]:
             f.close()
 
 
+def text_blocks(args: argparse.Namespace) -> Iterator[tuple[list[str], Any]]:
+    """(texts, ids) of each block of ``--block-rows`` lines of the text file SOURCE."""
+    ids_all = _id_list(args, None)
+    texts = _texts(args.input)
+    for lo in itertools.count(0, args.block_rows):
+        block = list(itertools.islice(texts, args.block_rows))
+        if not block:
+            return
+        yield block, _block_ids(ids_all, args.first_id, lo, lo + len(block))
+
+
 def source_blocks(args: argparse.Namespace, keep) -> Iterator[tuple[Tensor | None, Any, int]]:
     """(vectors, ids, rows of the source seen) per block; ``keep(ids)`` is the mask of rows to write,
     applied before any text is embedded."""
     if args.embed:
-        ids_all = _id_list(args, None)
-        texts = _texts(args.input)
         with Client(args.embed, api_key=args.api_key) as client:
-            for lo in itertools.count(0, args.block_rows):
-                block = list(itertools.islice(texts, args.block_rows))
-                if not block:
-                    return
-                ids = _block_ids(ids_all, args.first_id, lo, lo + len(block))
+            for block, ids in text_blocks(args):
                 mask = keep(ids)
                 chosen = [t for t, k in zip(block, mask) if k]
                 vectors = None
@@ -305,7 +311,12 @@ def _numeric(ids: set[str]) -> set:
 def run_ingest(args: argparse.Namespace) -> int:
     summary = Summary()
     start = time.perf_counter()
-    if args.to.startswith(("postgresql://", "postgres://")):
+    args.output = getattr(args, "output", "dense")
+    if getattr(args, "vector_format", None) is None and args.output == "dense":
+        args.vector_format = "base64"
+    if args.output != "dense":
+        ingest_multi(args, summary, progress_bar(None, args.progress), text_blocks)
+    elif args.to.startswith(("postgresql://", "postgres://")):
         _ingest_postgres(args, summary)
     elif is_es_url(args.to):
         _ingest_es(args, summary)
@@ -338,6 +349,12 @@ def add_ingest_command(sub: Any, add_input_options, load_input) -> None:
     p.add_argument("--embed", metavar="URL", help="SOURCE is a text file, one text a line, embedded by the densewire "
                                                   "server at URL")
     p.add_argument("--model", help="--embed: the model to ask for")
+    p.add_argument("--output", choices=OUTPUTS, default="dense",
+                   help="--embed: dense (a vector a text, default); tokens (the per-token states, /embed_all: into a "
+                        "table of one row per id and token position, or an Elasticsearch rank_vectors field); "
+                        "sparse (/embed_sparse: into a sparsevec column, or a sparse_vector field keyed by --vocab)")
+    p.add_argument("--vocab", metavar="PATH", help="--output sparse into Elasticsearch: the model's tokenizer.json, "
+                                                   "vocab.txt or its folder (the sparse_vector's tokens)")
     p.add_argument("--api-key", help="--embed: the server's API key")
     p.add_argument("--batch-size", type=int, default=256, help="--embed: texts per request (default 256)")
     p.add_argument("--concurrency", type=int, default=4, help="--embed: requests in flight (default 4)")
@@ -345,12 +362,14 @@ def add_ingest_command(sub: Any, add_input_options, load_input) -> None:
     g.add_argument("--table", help="the table (schema.table allowed)")
     g.add_argument("--column", help="the vector column: vector, halfvec, bit or sparsevec (converted to its type)")
     g.add_argument("--id-column", help="the id column (int8, int4, text or uuid); without it no ids are written")
+    g.add_argument("--position-column", default="position", help="--output tokens: the token position column "
+                                                                  "(default position)")
     g = p.add_argument_group("Elasticsearch / OpenSearch bulk body")
     g.add_argument("--index", help="the _index of every action")
     g.add_argument("--field", default="embedding", help="the dense_vector / knn_vector field (default embedding)")
-    g.add_argument("--vector-format", choices=VECTOR_FORMATS, default="base64",
+    g.add_argument("--vector-format", choices=VECTOR_FORMATS, default=None,
                    help="base64: packed big-endian float32 (Elasticsearch 9.3+, default); floats: JSON numbers "
-                        "(older Elasticsearch, OpenSearch)")
+                        "(older Elasticsearch, OpenSearch; the default of --output tokens' rank_vectors)")
     g.add_argument("--no-ids", action="store_true", help="write no _id (Elasticsearch chooses them)")
     g = p.add_argument_group("Elasticsearch (--to http(s)://HOST:9200)")
     g.add_argument("--create-index", action="store_true",

@@ -250,6 +250,12 @@ class SparseVectors:
         a, b = int(self.offsets[i]), int(self.offsets[i + 1])
         return self.indices[a:b], self.values[a:b]
 
+    def slice(self, start: int, stop: int) -> "SparseVectors":
+        """Vectors ``start`` to ``stop`` (exclusive) over the same index and value buffers."""
+        a, b = int(self.offsets[start]), int(self.offsets[stop])
+        return SparseVectors(self.indices[a:b], self.values[a:b], self.offsets[start:stop + 1] - a, self.vocab_size,
+                             self.dtype)
+
     def values_float32(self) -> np.ndarray:
         if self.dtype == "bfloat16":
             return (self.values.astype(np.uint32) << 16).view(np.float32)

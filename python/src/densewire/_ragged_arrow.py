@@ -11,7 +11,7 @@ from ._errors import InvalidFieldError, MalformedError, ShapeMismatchError
 from ._ragged import RaggedTensor, SparseVectors, check_indices, check_sparse_dtype, check_vocab_size
 from ._tensor import Embeddings, Tensor, Usage, check_dtype, row_bytes, storage_dtype
 
-__all__ = ["encode_arrow_kind", "decode_arrow_kind"]
+__all__ = ["encode_arrow_kind", "decode_arrow_kind", "arrow_column", "ragged_array", "sparse_array"]
 
 
 def _item_type(pa, dtype: str, d: int):
@@ -24,6 +24,44 @@ def _list_offsets(pa, offsets: np.ndarray):
     if offsets.size and int(offsets[-1]) >= 1 << 31:
         raise ValueError("an Arrow list holds fewer than 2^31 entries (its offsets are int32)")
     return pa.py_buffer(offsets.astype("<i4"))
+
+
+def ragged_array(t: RaggedTensor):
+    """``List<FixedSizeList<T, d>>`` (``List<FixedSizeBinary>`` for binary) over ``t``'s rows buffer (no
+    copy of the values; the uint32 offsets become Arrow's int32 ones)."""
+    pa = _pyarrow()
+    item = _item_type(pa, t.dtype, t.d)
+    count = t.rows.n
+    data = pa.py_buffer(np.ascontiguousarray(t.rows.array))
+    if t.dtype == "binary":
+        child = pa.FixedSizeBinaryArray.from_buffers(item, count, [None, data])
+    else:
+        values = pa.Array.from_buffers(_value_type(pa, t.dtype), count * t.d, [None, data])
+        child = pa.FixedSizeListArray.from_buffers(item, count, [None], children=[values])
+    typ = pa.list_(pa.field("item", item, nullable=False))
+    return pa.ListArray.from_buffers(typ, t.n, [None, _list_offsets(pa, t.offsets)], children=[child])
+
+
+def sparse_array(t: SparseVectors):
+    """``Struct<indices: List<UInt32>, values: List<T>>`` over ``t``'s indices and values buffers (no copy
+    of either; both lists share the int32 form of ``t.offsets``)."""
+    pa = _pyarrow()
+    offsets = _list_offsets(pa, t.offsets)
+    k = int(t.offsets[-1])
+    idx_type = pa.list_(pa.field("item", pa.uint32(), nullable=False))
+    inner = _value_type(pa, t.dtype)
+    val_type = pa.list_(pa.field("item", inner, nullable=False))
+    idx = pa.ListArray.from_buffers(idx_type, t.n, [None, offsets], children=[
+        pa.Array.from_buffers(pa.uint32(), k, [None, pa.py_buffer(np.ascontiguousarray(t.indices, "<u4"))])])
+    val = pa.ListArray.from_buffers(val_type, t.n, [None, offsets], children=[
+        pa.Array.from_buffers(inner, k, [None, pa.py_buffer(np.ascontiguousarray(t.values))])])
+    typ = pa.struct([pa.field("indices", idx_type, nullable=False), pa.field("values", val_type, nullable=False)])
+    return pa.StructArray.from_arrays([idx, val], fields=list(typ))
+
+
+def arrow_column(t: RaggedTensor | SparseVectors):
+    """The ``embedding`` column of SPEC.md 20.7 for a ragged or sparse tensor, over its buffers."""
+    return sparse_array(t) if isinstance(t, SparseVectors) else ragged_array(t)
 
 
 def encode_arrow_kind(emb: Embeddings) -> bytes:
@@ -41,28 +79,8 @@ def encode_arrow_kind(emb: Embeddings) -> bytes:
     field_meta = {"densewire.dtype": t.dtype}
     if sparse:
         field_meta["densewire.vocabulary_size"] = str(d)
-        offsets = _list_offsets(pa, t.offsets)
-        k = int(t.offsets[-1])
-        idx_type = pa.list_(pa.field("item", pa.uint32(), nullable=False))
-        inner = _value_type(pa, t.dtype)
-        val_type = pa.list_(pa.field("item", inner, nullable=False))
-        idx = pa.ListArray.from_buffers(idx_type, t.n, [None, offsets], children=[
-            pa.Array.from_buffers(pa.uint32(), k, [None, pa.py_buffer(np.ascontiguousarray(t.indices, "<u4"))])])
-        val = pa.ListArray.from_buffers(val_type, t.n, [None, offsets], children=[
-            pa.Array.from_buffers(inner, k, [None, pa.py_buffer(np.ascontiguousarray(t.values))])])
-        typ = pa.struct([pa.field("indices", idx_type, nullable=False), pa.field("values", val_type, nullable=False)])
-        column = pa.StructArray.from_arrays([idx, val], fields=list(typ))
-    else:
-        item = _item_type(pa, t.dtype, t.d)
-        count = t.rows.n
-        data = pa.py_buffer(np.ascontiguousarray(t.rows.array))
-        if t.dtype == "binary":
-            child = pa.FixedSizeBinaryArray.from_buffers(item, count, [None, data])
-        else:
-            values = pa.Array.from_buffers(_value_type(pa, t.dtype), count * t.d, [None, data])
-            child = pa.FixedSizeListArray.from_buffers(item, count, [None], children=[values])
-        typ = pa.list_(pa.field("item", item, nullable=False))
-        column = pa.ListArray.from_buffers(typ, t.n, [None, _list_offsets(pa, t.offsets)], children=[child])
+    column = arrow_column(t)
+    typ = column.type
     schema = pa.schema([pa.field("embedding", typ, nullable=False, metadata=field_meta)], metadata=meta)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, schema) as writer:

@@ -4,11 +4,17 @@ The pieces the Ray and Spark integrations (:mod:`densewire.ray`, :mod:`densewire
 usable from any engine that hands a worker Arrow data:
 
 * :class:`BatchEmbedder`: a table or record batch in, the same with a ``FixedSizeList<dtype>[d]``
-  vector column appended, from a fleet of ``densewire serve`` replicas (``url=``) or the ONNX engine
+  vector column appended (``output="tokens"``: the per-token states, ``List<FixedSizeList<float32>[d]>``;
+  ``output="sparse"``: ``Struct<indices: List<UInt32>, values: List<float32>>``), from a fleet of ``densewire serve`` replicas (``url=``) or the ONNX engine
   in the worker (``model=``);
 * :class:`PgvectorSink`: one block, one transaction (binary COPY into a temporary table, then
   ``INSERT ... ON CONFLICT (id) DO NOTHING``): each row exactly once however often a block is retried;
+  a sparse column into ``sparsevec`` from its indices and values;
+* :class:`PgvectorTokensSink`: per-token output (``output="tokens"``) as one row per (id, token position),
+  the same transaction and the same exactly-once rule by (id, position);
 * :class:`EsBulkSink`: ``_bulk`` NDJSON with packed vectors, to a file per block or to the ``_bulk`` API;
+* :class:`EsSparseVectorSink`: a sparse column into a ``sparse_vector`` field, ``{token: weight}`` objects
+  named by the model's vocabulary; :class:`EsRankVectorsSink`: a per-token column into ``rank_vectors``;
 * :class:`OpenSearchSink`: ``_bulk`` into an OpenSearch k-NN index, float arrays written from the buffers;
 * :class:`LanceDBSink`: ``merge_insert`` by id into a LanceDB table, the Arrow vectors as they are;
 * :class:`ChromaSink`: ``/upsert`` into a Chroma collection, Base64 little-endian float32 embeddings;
@@ -27,6 +33,6 @@ Traceback (most recent call last):
 densewire._batch._errors.BatchError: invalid_field: a null text (column 'text', row 1, block 'b7')
 """
 
-from ._batch import BatchEmbedder, BatchError, ChromaSink, EsBulkSink, LanceDBSink, MilvusSink, OpenSearchSink, PgvectorSink, worker_cpus
+from ._batch import BatchEmbedder, BatchError, ChromaSink, EsBulkSink, EsRankVectorsSink, EsSparseVectorSink, LanceDBSink, MilvusSink, OpenSearchSink, PgvectorSink, PgvectorTokensSink, worker_cpus
 
-__all__ = ["BatchEmbedder", "BatchError", "ChromaSink", "EsBulkSink", "LanceDBSink", "MilvusSink", "OpenSearchSink", "PgvectorSink", "worker_cpus"]
+__all__ = ["BatchEmbedder", "BatchError", "ChromaSink", "EsBulkSink", "EsRankVectorsSink", "EsSparseVectorSink", "LanceDBSink", "MilvusSink", "OpenSearchSink", "PgvectorSink", "PgvectorTokensSink", "worker_cpus"]

@@ -16,7 +16,9 @@ retries after a worker died do not duplicate rows; a block that fails every atte
 with a :class:`densewire.batch.BatchError` naming the block. :func:`write_opensearch`,
 :func:`write_lancedb`, :func:`write_chroma` and :func:`write_milvus` are :class:`StoreDatasink` s over
 the store sinks of :mod:`densewire.batch`: each block written by id (replaced, merged or upserted), so a
-retried write task leaves each id once.
+retried write task leaves each id once. The sparse and per-token outputs (``embed(..., output="sparse" |
+"tokens")``) go to :func:`write_pgvector` (a ``sparsevec`` column), :func:`write_pgvector_tokens` (one
+row per id and token position), :func:`write_es_sparse_vector` and :func:`write_es_rank_vectors`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from ._batch import BatchEmbedder, BatchError, EsBulkSink, PgvectorSink
+from ._batch import (BatchEmbedder, BatchError, EsBulkSink, EsRankVectorsSink, EsSparseVectorSink, PgvectorSink,
+                     PgvectorTokensSink)
 from ._batch._chromasink import ChromaSink
 from ._batch._lancesink import LanceDBSink
 from ._batch._milvussink import MilvusSink
@@ -40,8 +43,9 @@ require("ray.data", extra="ray", feature="densewire.ray")
 Datasink = ray.data.Datasink
 ActorPoolStrategy = ray.data.ActorPoolStrategy
 
-__all__ = ["embed", "write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "write_chroma",
-           "write_milvus", "PgvectorDatasink", "EsBulkDatasink", "StoreDatasink", "BatchError"]
+__all__ = ["embed", "write_pgvector", "write_pgvector_tokens", "write_es_bulk", "write_es_sparse_vector",
+           "write_es_rank_vectors", "write_opensearch", "write_lancedb", "write_chroma", "write_milvus",
+           "PgvectorDatasink", "EsBulkDatasink", "StoreDatasink", "BatchError"]
 
 
 class _Embed:
@@ -64,8 +68,11 @@ def embed(ds: "ray.data.Dataset", *, url: str | Sequence[str] | None = None, mod
           batch_size: int = 256, concurrency: int | tuple[int, int] | None = None, num_cpus: float | None = None,
           max_in_flight: int = 4, retries: int = 2, timeout: float | None = DEFAULT_TIMEOUT,
           api_key: str | None = None, id_column: str | None = None, rows_per_call: int | None = None,
-          threads: int | None = None, **ray_remote_args: Any) -> "ray.data.Dataset":
-    """``ds`` with ``output_column`` (``FixedSizeList<dtype>[d]``) appended, embedded by a pool of
+          threads: int | None = None, output: str = "dense", vocab_size: int | None = None,
+          **ray_remote_args: Any) -> "ray.data.Dataset":
+    """``ds`` with ``output_column`` (``FixedSizeList<dtype>[d]``; with ``output="tokens"`` the per-token
+    states ``List<FixedSizeList<float32>[d]>``, with ``output="sparse"`` ``Struct<indices: List<UInt32>,
+    values: List<float32>>``: see :class:`densewire.batch.BatchEmbedder`) appended, embedded by a pool of
     ``concurrency`` actors (an int: that many; ``(min, max)``: autoscaling; None: 1 to as many as the
     cluster takes). ``url=`` sends ``batch_size`` texts a request, up to ``max_in_flight`` requests an
     actor, spread across the replicas listed (or one URL: a load balancer in front of a fleet);
@@ -80,7 +87,7 @@ def embed(ds: "ray.data.Dataset", *, url: str | Sequence[str] | None = None, mod
         num_cpus = 1
     options = dict(url=url, model=model, text_column=text_column, output_column=output_column, dtype=dtype,
                    batch_size=batch_size, max_in_flight=max_in_flight, retries=retries, timeout=timeout,
-                   api_key=api_key, id_column=id_column,
+                   api_key=api_key, id_column=id_column, output=output, vocab_size=vocab_size,
                    threads=None if url is not None else (threads or max(1, int(num_cpus))))
     if rows_per_call is None:
         rows_per_call = batch_size * max_in_flight if url is not None else batch_size
@@ -196,6 +203,42 @@ def write_pgvector(ds: "ray.data.Dataset", conninfo: str, *, table: str, column:
     sink = PgvectorDatasink(conninfo, table=table, column=column, id_column=id_column, rows_per_write=rows_per_write)
     ds.write_datasink(sink, concurrency=concurrency, ray_remote_args=ray_remote_args)
     return sink.result or 0
+
+
+def write_pgvector_tokens(ds: "ray.data.Dataset", conninfo: str, *, table: str, column: str, id_column: str,
+                          position_column: str = "position", concurrency: int | None = None,
+                          rows_per_write: int | None = None, ray_remote_args: dict[str, Any] | None = None) -> int:
+    """Write ``ds``'s per-token ``column`` (``embed(..., output="tokens")``) into ``table`` as one row per
+    (``id_column``, ``position_column``) with the token's vector in ``column`` (binary COPY, one transaction
+    a block, ``ON CONFLICT (id, position) DO NOTHING``: :class:`densewire.batch.PgvectorTokensSink`). The
+    documents written (``StoreDatasink.new``: the token rows inserted)."""
+    sink = PgvectorTokensSink(conninfo, table=table, column=column, id_column=id_column,
+                              position_column=position_column)
+    return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)
+
+
+def write_es_sparse_vector(ds: "ray.data.Dataset", url: str, *, index: str, field: str, id_column: str,
+                           vocab: Any, create_index: bool = False, concurrency: int | None = None,
+                           rows_per_write: int | None = None, ray_remote_args: dict[str, Any] | None = None,
+                           **options: Any) -> int:
+    """Write ``ds``'s sparse ``field`` (``embed(..., output="sparse")``) into the ``sparse_vector`` field of
+    ``index`` as ``{token: weight}`` objects, the tokens ``vocab``'s (a tokenizer.json, a vocab.txt, a
+    folder holding one, or a list: :class:`densewire.batch.EsSparseVectorSink`); the ids as ``_id`` (a
+    retried block replaces its documents). The rows written."""
+    sink = EsSparseVectorSink(url, index=index, field=field, id_column=id_column, vocab=vocab,
+                              create_index=create_index, **options)
+    return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)
+
+
+def write_es_rank_vectors(ds: "ray.data.Dataset", url: str, *, index: str, field: str, id_column: str,
+                          create_index: bool = False, concurrency: int | None = None,
+                          rows_per_write: int | None = None, ray_remote_args: dict[str, Any] | None = None,
+                          **options: Any) -> int:
+    """Write ``ds``'s per-token ``field`` (``embed(..., output="tokens")``) into the ``rank_vectors`` field of
+    ``index`` (:class:`densewire.batch.EsRankVectorsSink`: float arrays, or ``vector_format="base64"``); the
+    ids as ``_id``. The rows written."""
+    sink = EsRankVectorsSink(url, index=index, field=field, id_column=id_column, create_index=create_index, **options)
+    return _write_store(ds, sink, concurrency, rows_per_write, ray_remote_args)
 
 
 def write_es_bulk(ds: "ray.data.Dataset", path_or_url: str, *, index: str, field: str, id_column: str,

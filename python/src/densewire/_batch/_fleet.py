@@ -20,14 +20,18 @@ import asyncio
 import itertools
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
+import orjson
 import yarl
 
-from .._client._embeddings import DEFAULT_ACCEPT, _decode_response, _request_body, auth_headers, base_url_of
+from .._client._embeddings import (DEFAULT_ACCEPT, _decode_response, _decode_sparse, _decode_tokens, _request_body,
+                                   auth_headers, base_url_of)
 from .._client._errors import APIConnectionError, APIError
 from .._client._retry import RETRY_STATUSES, RetryPolicy
 from .._client._transport import Transport
+from .._ragged import RaggedTensor, SparseVectors
 from .._tensor import Tensor
 from ._errors import BatchError
 
@@ -44,6 +48,8 @@ class Replica:
     def __init__(self, url: str) -> None:
         self.base = base_url_of(url)
         self.embeddings = yarl.URL(f"{self.base}/v1/embeddings")
+        self.embed_all = yarl.URL(f"{self.base}/embed_all")
+        self.embed_sparse = yarl.URL(f"{self.base}/embed_sparse")
         self.in_flight = 0
         self.sent = 0
         self.down: str | None = None  # why, while it is down
@@ -82,6 +88,25 @@ class Fleet:
     async def embed(self, texts: list[str], *, block: str | None, row0: int) -> Tensor:
         """The vectors of ``texts`` (rows ``row0 ...`` of ``block``) from one replica."""
         body = _request_body(texts, self.model, None, self.dtype)
+        return await self._post("embeddings", body, lambda r: _decode_response(r).tensor, texts, block, row0)
+
+    async def embed_tokens(self, texts: list[str], *, block: str | None, row0: int) -> RaggedTensor:
+        """The per-token states of ``texts`` (TEI's ``POST /embed_all``, densewire's ragged raw body asked
+        for first) from one replica, as a RaggedTensor over the body's buffer."""
+        body = orjson.dumps({"inputs": texts})
+        return await self._post("embed_all", body, lambda r: _decode_tokens(r).tensor, texts, block, row0)
+
+    async def embed_sparse(self, texts: list[str], *, block: str | None, row0: int,
+                           vocab_size: int | None = None) -> SparseVectors:
+        """The sparse vectors of ``texts`` (TEI's ``POST /embed_sparse``, densewire's sparse raw body, which
+        states the vocabulary size, asked for first; TEI's JSON read with ``vocab_size``) from one replica."""
+        body = orjson.dumps({"inputs": texts})
+        return await self._post("embed_sparse", body, lambda r: _decode_sparse(r, vocab_size), texts, block, row0)
+
+    async def _post(self, route: str, body: bytes, decode: Callable[[Any], Any], texts: list[str],
+                    block: str | None, row0: int) -> Any:
+        """``body`` to the replica URL ``route`` names, moved to another replica on failure; its answer
+        through ``decode``."""
         attempt = 0
         while True:
             replica = await self._pick(block)
@@ -89,14 +114,14 @@ class Fleet:
             replica.in_flight += 1
             replica.sent += 1
             try:
-                response = await self._transport.request("POST", replica.embeddings, self._headers, body)
+                response = await self._transport.request("POST", getattr(replica, route), self._headers, body)
             except APIConnectionError as exc:
                 self._mark_down(replica, str(exc))
                 why = f"{replica.base}: {exc}"
             else:
                 if response.status not in RETRY_STATUSES:
                     try:
-                        return _decode_response(response).tensor
+                        return decode(response)
                     except APIError as exc:
                         raise _request_error(exc, replica, block, row0) from exc
                 status, retry_after = response.status, response.header("Retry-After")

@@ -9,8 +9,12 @@ there. ``write`` returns the rows newly inserted.
 
 Before anything is written the target is checked: the table and both columns exist, the id column
 carries a unique constraint or primary key of its own (without one ON CONFLICT cannot tell a row
-was there), and the vector column's dimension (``vector(d)``, ``halfvec(d)``, ``bit(d)``) is the
-vectors'.
+was there), and the vector column's dimension (``vector(d)``, ``halfvec(d)``, ``bit(d)``,
+``sparsevec(d)``) is the vectors'.
+
+A ``sparsevec(d)`` target takes a sparse column (``Struct<indices, values>``, what
+``BatchEmbedder(output="sparse")`` makes; ``d`` its vocabulary size), each row's tuple written from its
+indices and values (zeros left out, as pgvector requires), or a dense fixed-size list column.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from .._optional import require
 from .._stores._pgcopy import VECTOR_TYPES
 from .._stores._pgvector import copy_vectors, quote_ident, quote_table
 from .._tensor import Tensor
-from ._columns import ids_of, vector_chunks
+from ._columns import ids_of, is_sparse_column, sparse_chunks, vector_chunks
 from ._errors import BatchError
 
 __all__ = ["PgvectorSink", "TargetColumns"]
@@ -108,7 +112,7 @@ class PgvectorSink:
             conn = self._connection()
             if self._target is None:
                 try:
-                    self._target = _read_target(conn, self.table, self.column, self.id_column, block)
+                    self._target = self._read_target(conn, block)
                 finally:
                     if not conn.closed:
                         conn.rollback()
@@ -116,14 +120,29 @@ class PgvectorSink:
 
         return self._retrying(read, block)
 
+    def _read_target(self, conn: Any, block: str | None) -> TargetColumns:
+        return _read_target(conn, self.table, self.column, self.id_column, block)
+
     def write(self, data: pa.Table | pa.RecordBatch, *, block: str) -> int:
         """Insert the rows of ``data`` whose ids are not in the table yet, in one transaction; the number
         inserted. A :class:`BatchError` names the block and what was wrong, raised before anything is
         written when the data or the target is at fault."""
         ids = ids_of(data, self.id_column, block=block)
-        pieces = vector_chunks(data, self.column, id_column=self.id_column, block=block)
         target = self.target(block)
-        d = next((a.shape[1] for _r, a in pieces if len(a)), None)
+        if is_sparse_column(data, self.column):
+            if target.pg_type != "sparsevec":
+                raise BatchError(f"a sparse column cannot fill {self.table}.{self.column}, a {target.pg_type}: "
+                                 f"make it a sparsevec", column=self.column, block=block)
+            vocab = _vocab_of(data, self.column, target)
+            if vocab is None and b"densewire.vocabulary_size" not in (data.schema.field(self.column).metadata or {}):
+                raise BatchError(f"the sparse column states no vocabulary size and {self.table}.{self.column} is a "
+                                 f"sparsevec without one: declare it sparsevec(V)", column=self.column, block=block)
+            pieces: list[tuple[int, Any]] = sparse_chunks(data, self.column, id_column=self.id_column, block=block,
+                                                          vocab_size=vocab)
+            d = pieces[0][1].vocab_size if pieces else None
+        else:
+            pieces = vector_chunks(data, self.column, id_column=self.id_column, block=block)
+            d = next((a.shape[1] for _r, a in pieces if len(a)), None)
         if d is not None:
             width = d * 8 if target.pg_type == "bit" else d
             if target.dimensions is not None and width != target.dimensions:
@@ -134,7 +153,7 @@ class PgvectorSink:
             return 0
         return self._retrying(lambda: self._insert(ids, pieces, target, block), block)
 
-    def _insert(self, ids: Any, pieces: list[tuple[int, np.ndarray]], target: TargetColumns, block: str) -> int:
+    def _insert(self, ids: Any, pieces: list[tuple[int, Any]], target: TargetColumns, block: str) -> int:
         """One transaction: COPY into a temporary table, INSERT ... ON CONFLICT DO NOTHING; rows inserted."""
         conn = self._connection()
         operational = _psycopg().OperationalError
@@ -145,7 +164,7 @@ class PgvectorSink:
                 conn.execute(f"CREATE TEMPORARY TABLE {stage} ON COMMIT DROP AS SELECT {cols} FROM "
                              f"{quote_table(self.table)} WITH NO DATA")
                 for row0, a in pieces:
-                    if len(a):
+                    if a.shape[0]:
                         copy_vectors(conn, stage, (self.id_column, self.column), _tensor(a, target),
                                      ids[row0:row0 + len(a)], pg_type=target.pg_type, id_type=target.id_type,
                                      progress=False)
@@ -164,7 +183,15 @@ class PgvectorSink:
         return inserted
 
 
-def _tensor(a: np.ndarray, target: TargetColumns) -> Any:
+def _vocab_of(data: Any, column: str, target: TargetColumns) -> int | None:
+    """The sparse column's vocabulary size: its field metadata's, else the target's ``sparsevec(d)``."""
+    meta = data.schema.field(column).metadata or {}
+    return None if b"densewire.vocabulary_size" in meta else target.dimensions
+
+
+def _tensor(a: Any, target: TargetColumns) -> Any:
+    if not isinstance(a, np.ndarray):  # SparseVectors: encoded from its indices and values
+        return a
     if target.pg_type == "bit":
         return Tensor.from_array(a.astype(np.uint8, copy=False), "binary", a.shape[1] * 8)
     return a
@@ -190,8 +217,8 @@ def _read_target(conn: Any, table: str, column: str, id_column: str, block: str 
                              column=id_column, block=block)
         _n, typmod, vtyp = found[column]
         vtyp = "bit" if vtyp == "varbit" else vtyp
-        if vtyp not in VECTOR_TYPES or vtyp == "sparsevec":
-            raise BatchError(f"{table}.{column} is of type {vtyp}, not vector, halfvec or bit", column=column,
+        if vtyp not in VECTOR_TYPES:
+            raise BatchError(f"{table}.{column} is of type {vtyp}, not vector, halfvec, bit or sparsevec", column=column,
                              block=block)
         cur.execute("SELECT 1 FROM pg_index WHERE indrelid = %s AND indisunique AND indnkeyatts = 1 AND "
                     "indkey[0] = %s AND indpred IS NULL AND indexprs IS NULL", (oid, id_num))

@@ -17,9 +17,13 @@ from pyspark.sql import types
 from .._batch import BatchError
 
 __all__ = ["SPARK_DTYPES", "element_type", "check_text_column", "check_vector_column", "check_id_column",
-           "check_new_column", "dimensions_of", "field_of", "DIMENSIONS_KEY", "DTYPE_KEY"]
+           "check_new_column", "check_tokens_column", "check_sparse_column", "vocabulary_of", "dimensions_of",
+           "field_of", "DIMENSIONS_KEY", "DTYPE_KEY", "OUTPUT_KEY",
+           "VOCABULARY_KEY"]
 
 DIMENSIONS_KEY, DTYPE_KEY = "densewire.dimensions", "densewire.dtype"
+#: the output kind of an embedded column (dense, tokens, sparse) and a sparse column's vocabulary size
+OUTPUT_KEY, VOCABULARY_KEY = "densewire.output", "densewire.vocabulary_size"
 
 #: densewire dtype -> the Spark type name of the array's elements (Spark has no float16, bfloat16 or
 #: unsigned byte: those dtypes would need a widening copy per value, so they are refused)
@@ -69,6 +73,39 @@ def check_vector_column(df: Any, name: str) -> Any:
     if not (isinstance(typ, types.ArrayType) and isinstance(typ.elementType, numeric)):
         raise BatchError(f"the vector column is of type {typ.simpleString()}, not an array of numbers", column=name)
     return field
+
+
+def check_tokens_column(df: Any, name: str) -> Any:
+    """A per-token column's field (``array<array<float>>``, what ``embed(..., output="tokens")`` makes)."""
+    field = field_of(df, name, "per-token")
+    typ = field.dataType
+    if not (isinstance(typ, types.ArrayType) and isinstance(typ.elementType, types.ArrayType)
+            and isinstance(typ.elementType.elementType, (types.FloatType, types.DoubleType))):
+        raise BatchError(f"the per-token column is of type {typ.simpleString()}, not array<array<float>> (what "
+                         f"embed(..., output='tokens') makes)", column=name)
+    return field
+
+
+def check_sparse_column(df: Any, name: str) -> Any:
+    """A sparse column's field (``struct<indices: array<int>, values: array<float>>``, what ``embed(...,
+    output="sparse")`` makes)."""
+    field = field_of(df, name, "sparse")
+    typ = field.dataType
+    ok = isinstance(typ, types.StructType) and [f.name for f in typ.fields] == ["indices", "values"]
+    if ok:
+        idx, val = typ.fields[0].dataType, typ.fields[1].dataType
+        ok = (isinstance(idx, types.ArrayType) and isinstance(idx.elementType, (types.IntegerType, types.LongType))
+              and isinstance(val, types.ArrayType) and isinstance(val.elementType, (types.FloatType, types.DoubleType)))
+    if not ok:
+        raise BatchError(f"the sparse column is of type {typ.simpleString()}, not struct<indices: array<int>, values: "
+                         f"array<float>> (what embed(..., output='sparse') makes)", column=name)
+    return field
+
+
+def vocabulary_of(field: Any) -> int | None:
+    """The vocabulary size a sparse column's metadata states (None when it states none)."""
+    value = (field.metadata or {}).get(VOCABULARY_KEY)
+    return int(value) if isinstance(value, int) and value > 0 else None
 
 
 def dimensions_of(field: Any) -> int | None:

@@ -26,16 +26,19 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext
+from pyspark.sql import types as T
 
-from .._batch import BatchError, EsBulkSink, PgvectorSink
+from .._batch import BatchError, EsBulkSink, EsRankVectorsSink, EsSparseVectorSink, PgvectorSink, PgvectorTokensSink
 from .._batch._chromasink import ChromaSink
 from .._batch._lancesink import LanceDBSink
 from .._batch._milvussink import MilvusSink
 from .._batch._ossink import OpenSearchSink
 from ._failure import job_error
-from ._types import check_id_column, check_vector_column, dimensions_of
+from ._types import (check_id_column, check_sparse_column, check_tokens_column, check_vector_column, dimensions_of,
+                     vocabulary_of)
 
-__all__ = ["write_pgvector", "write_es_bulk", "write_opensearch", "write_lancedb", "write_chroma", "write_milvus"]
+__all__ = ["write_pgvector", "write_pgvector_tokens", "write_es_bulk", "write_es_sparse_vector", "write_es_rank_vectors",
+           "write_opensearch", "write_lancedb", "write_chroma", "write_milvus"]
 
 DEFAULT_BLOCK_BYTES = 128 << 20
 
@@ -98,24 +101,84 @@ def write_pgvector(df: Any, conninfo: str, *, table: str, column: str, id_column
                    max_block_bytes: int = DEFAULT_BLOCK_BYTES) -> int:
     """Write ``df``'s ``id_column`` and vector ``column`` (an array of numbers) into the same columns of
     ``table`` (``vector(d)``, ``halfvec(d)`` or ``bit(d)``, the id ``bigint``, ``integer``, ``text`` or
-    ``uuid`` with a unique constraint): binary COPY, one transaction a block (a partition, or
+    ``uuid`` with a unique constraint), or a sparse column (``embed(..., output="sparse")``) into a
+    ``sparsevec(V)`` column of its vocabulary size: binary COPY, one transaction a block (a partition, or
     ``max_block_bytes`` of it), each row exactly once by id. Returns the rows written, each now in the
     table once (as :func:`densewire.ray.write_pgvector` does): a row whose id was there already, from an
     earlier run or from a task attempt whose COMMIT went through before it died, is kept as it was."""
     check_id_column(df, id_column)
-    field = check_vector_column(df, column)
+    sparse = column in df.schema.names and isinstance(df.schema[column].dataType, T.StructType)
+    field = check_sparse_column(df, column) if sparse else check_vector_column(df, column)
     sink = PgvectorSink(conninfo, table=table, column=column, id_column=id_column)
     try:
         target = sink.target()
     finally:
         sink.close()
-    d = dimensions_of(field)
+    if sparse and target.pg_type != "sparsevec":
+        raise BatchError(f"a sparse column cannot fill {table}.{column}, a {target.pg_type}: make it a sparsevec",
+                         column=column)
+    d = vocabulary_of(field) if sparse else dimensions_of(field)
     if d is not None and target.dimensions is not None:
         width = d * 8 if target.pg_type == "bit" else d
         if width != target.dimensions:
             raise BatchError(f"vectors of {d} dimensions for {table}.{column}, a {target.pg_type}({target.dimensions})",
                              category="shape_mismatch", column=column)
     return _run(df, sink, (id_column, column), max_block_bytes, attempt_in_name=True)
+
+
+def write_pgvector_tokens(df: Any, conninfo: str, *, table: str, column: str, id_column: str,
+                          position_column: str = "position", max_block_bytes: int = DEFAULT_BLOCK_BYTES) -> int:
+    """Write ``df``'s per-token ``column`` (``embed(..., output="tokens")``, ``array<array<float>>``) into
+    ``table`` as one row per (``id_column``, ``position_column``) with the token's vector in ``column``:
+    binary COPY, one transaction a block, ``ON CONFLICT (id, position) DO NOTHING``, so a task Spark runs
+    again inserts no token twice (:class:`densewire.batch.PgvectorTokensSink`). The table and the dimension
+    the column's metadata states are checked on the driver first. Returns the documents written."""
+    check_id_column(df, id_column)
+    field = check_tokens_column(df, column)
+    sink = PgvectorTokensSink(conninfo, table=table, column=column, id_column=id_column,
+                              position_column=position_column)
+    try:
+        target = sink.target()
+    finally:
+        sink.close()
+    d = dimensions_of(field)
+    if d is not None and target.dimensions is not None and d != target.dimensions:
+        raise BatchError(f"token vectors of {d} dimensions for {table}.{column}, a {target.pg_type}({target.dimensions})",
+                         category="shape_mismatch", column=column)
+    return _run(df, sink, (id_column, column), max_block_bytes, attempt_in_name=True)
+
+
+def write_es_sparse_vector(df: Any, url: str, *, index: str, field: str, id_column: str, vocab: Any,
+                           create_index: bool = False, max_block_bytes: int = DEFAULT_BLOCK_BYTES,
+                           **options: Any) -> int:
+    """Write ``df``'s sparse ``field`` (``embed(..., output="sparse")``) into the ``sparse_vector`` field of
+    ``index`` as ``{token: weight}`` objects, the tokens ``vocab``'s (:class:`densewire.batch.EsSparseVectorSink`),
+    the ids as ``_id`` (a task Spark runs again replaces its documents). The index is checked (or created)
+    on the driver, and the vocabulary's size against the column's. Returns the rows written."""
+    check_id_column(df, id_column)
+    spec = check_sparse_column(df, field)
+    sink = EsSparseVectorSink(url, index=index, field=field, id_column=id_column, vocab=vocab,
+                              create_index=create_index, **options)
+    v = vocabulary_of(spec)
+    if v is not None and v != len(sink.vocab):
+        raise BatchError(f"sparse vectors of a {v}-token vocabulary, and the vocabulary given has {len(sink.vocab)} "
+                         f"tokens", category="shape_mismatch", column=field)
+    sink.check()
+    return _run(df, sink, (id_column, field), max_block_bytes, attempt_in_name=False)
+
+
+def write_es_rank_vectors(df: Any, url: str, *, index: str, field: str, id_column: str, create_index: bool = False,
+                          max_block_bytes: int = DEFAULT_BLOCK_BYTES, **options: Any) -> int:
+    """Write ``df``'s per-token ``field`` (``embed(..., output="tokens")``) into the ``rank_vectors`` field of
+    ``index`` (:class:`densewire.batch.EsRankVectorsSink`), the ids as ``_id``. The index is checked (or
+    created, for the dimension the column's metadata states) on the driver. Returns the rows written."""
+    check_id_column(df, id_column)
+    spec = check_tokens_column(df, field)
+    sink = EsRankVectorsSink(url, index=index, field=field, id_column=id_column, create_index=create_index, **options)
+    d = dimensions_of(spec)
+    if d is not None:
+        sink.check(d)
+    return _run(df, sink, (id_column, field), max_block_bytes, attempt_in_name=False)
 
 
 def write_es_bulk(df: Any, path_or_url: str, *, index: str, field: str, id_column: str,

@@ -26,6 +26,7 @@ import numpy as np
 
 from .._convert import float32_to_float16, to_binary, widen
 from .._errors import InvalidFieldError, NonFiniteError, ShapeMismatchError
+from .._ragged import SparseVectors
 from .._tensor import Tensor
 
 __all__ = ["SIGNATURE", "HEADER", "TRAILER", "VECTOR_TYPES", "ID_TYPES", "CopyColumns", "CopyData",
@@ -205,6 +206,8 @@ def encode_tuples(vectors: Tensor | np.ndarray, cols: CopyColumns = CopyColumns(
     """The tuples of these rows (no header, no trailer); ``row0`` numbers the rows in error fields.
     ``buffer``, a list kept by the caller between calls, lets fixed-width tuples reuse one array (the
     returned view is then only valid until the next call)."""
+    if isinstance(vectors, SparseVectors):
+        return _csr_tuples(vectors, cols, ids, row0)
     t = _as_tensor(vectors)
     n, d = t.shape
     blockwise = cols.pg_type in _ITEMS  # converted, checked and swapped block by block in _put_values
@@ -358,13 +361,46 @@ def _sparse_tuples(values: np.ndarray, d: int, cols: CopyColumns, id_mat: np.nda
         r = int(np.argmax(nnz > _MAX_SPARSE_NNZ))
         raise InvalidFieldError(f"a sparsevec holds at most {_MAX_SPARSE_NNZ} non-zero values, row {row0 + r} has "
                                 f"{int(nnz[r])}", field=f"{cols.column}[{row0 + r}]")
-    width = int(nnz.max()) if n else 0
     rows, idx = np.nonzero(nonzero)
+    return _sparse_parts(nnz, rows, idx, values[rows, idx], d, cols, id_mat, id_len)
+
+
+def _csr_tuples(sv: SparseVectors, cols: CopyColumns, ids: Any, row0: int) -> memoryview:
+    """``sparsevec`` tuples straight from a SparseVectors' indices and values (no dense row is made);
+    zero values are left out as pgvector requires, a non-finite one is an error naming its row and index."""
+    if cols.pg_type != "sparsevec":
+        raise InvalidFieldError(f"sparse vectors fill a sparsevec column, not a {cols.pg_type}", field=cols.column)
+    n, d = sv.n, sv.vocab_size
+    if not 1 <= d <= _MAX_DIMS["sparsevec"]:
+        raise InvalidFieldError(f"a sparsevec has 1 to {_MAX_DIMS['sparsevec']} dimensions, not {d}", field=cols.column)
+    values = sv.values_float32() if sv.dtype != "float64" else sv.values.astype(np.float32)
+    rows = np.repeat(np.arange(n), sv.nnz)
+    finite = np.isfinite(values)
+    if not finite.all():
+        j = int(np.argmin(finite))
+        raise NonFiniteError(f"{values[j]} cannot be stored in a sparsevec (pgvector refuses NaN and infinity)",
+                             field=f"{cols.column}[{row0 + int(rows[j])}][{int(sv.indices[j])}]")
+    keep = values != 0
+    nnz = np.bincount(rows[keep], minlength=n) if n else np.zeros(0, np.int64)
+    if n and nnz.max() > _MAX_SPARSE_NNZ:
+        r = int(np.argmax(nnz > _MAX_SPARSE_NNZ))
+        raise InvalidFieldError(f"a sparsevec holds at most {_MAX_SPARSE_NNZ} non-zero values, row {row0 + r} has "
+                                f"{int(nnz[r])}", field=f"{cols.column}[{row0 + r}]")
+    id_mat, id_len = (None, None) if cols.id_type is None else _id_values(ids, cols, n, row0)
+    return _sparse_parts(nnz, rows[keep], sv.indices[keep].astype(np.int64), values[keep], d, cols, id_mat, id_len)
+
+
+def _sparse_parts(nnz: np.ndarray, rows: np.ndarray, idx: np.ndarray, nonzero_values: np.ndarray, d: int,
+                  cols: CopyColumns, id_mat: np.ndarray | None, id_len: np.ndarray | None) -> memoryview:
+    """The tuples of sparsevecs given row by row (``rows`` ascending) as ``(index, value)`` entries: laid out
+    padded to the widest row, then compacted with one mask."""
+    n = nnz.shape[0]
+    width = int(nnz.max()) if n else 0
     rank = np.arange(len(rows)) - np.repeat(np.cumsum(nnz) - nnz, nnz)
     indices = np.zeros((n, width), np.int32)
     vals = np.zeros((n, width), np.float32)
     indices[rows, rank] = idx
-    vals[rows, rank] = values[rows, idx]
+    vals[rows, rank] = nonzero_values
     parts: list[tuple[np.ndarray, np.ndarray | None]] = [(_be_u8(np.full((n, 1), cols.count), ">i2"), None)]
     if id_mat is not None:
         length = np.full(n, id_mat.shape[1]) if id_len is None else id_len

@@ -26,6 +26,7 @@ from .._optional import missing, require
 from ._pgcopy import (HEADER, ID_TYPES, TRAILER, VECTOR_TYPES, CopyColumns, CopyData, encode_tuple_parts,
                       encode_tuples)
 from ._pgcopy_read import read_stream
+from .._ragged import SparseVectors
 from .._tensor import Tensor
 
 __all__ = ["CopyStats", "copy_vectors", "direct_socket_reason", "read_vectors", "column_types", "quote_ident", "quote_table", "progress_bar"]
@@ -106,14 +107,15 @@ def progress_bar(total: int | None, enabled: bool | None, unit: str = " rows") -
     return bar.update, bar.close
 
 
-def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: Tensor | np.ndarray,
+def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: Tensor | np.ndarray | SparseVectors,
                  ids: Any = None, *, pg_type: str | None = None, id_type: str | None = None,
                  rows_per_chunk: int = 512, progress: bool | None = None, direct: bool = False) -> CopyStats:
     """Load ``vectors`` (an ``(n, d)`` array or Tensor) into ``table`` with binary COPY over a psycopg 3
     connection; ``columns`` is the vector column's name, or ``(id_column, vector_column)`` with ``ids``
     (n ints, texts, UUIDs; None for NULL). The columns' types (vector, halfvec, bit, sparsevec; int8,
     int4, text, uuid) come from the catalog unless ``pg_type``/``id_type`` say them, and the vectors are
-    converted to them (SPEC.md section 16.2). The stream goes out ``rows_per_chunk`` rows at a time,
+    converted to them (SPEC.md section 16.2); a :class:`SparseVectors` fills a ``sparsevec`` column from its
+    indices and values, without a dense row. The stream goes out ``rows_per_chunk`` rows at a time,
     each chunk checked before it is written: a bad value aborts the COPY (PostgreSQL keeps none of its
     rows) and raises the densewire error naming the row. The COPY runs in the connection's transaction:
     commit it (or use an autocommit connection).
@@ -136,7 +138,8 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
                                                                          (len(cols) == 2 and id_type is None)) else \
         [(c, "") for c in cols]
     layout = _copy_columns(types, pg_type, id_type)
-    t = vectors if isinstance(vectors, Tensor) else Tensor.from_array(np.asarray(vectors))
+    sparse = isinstance(vectors, SparseVectors)  # sparsevec rows from their indices and values
+    t = vectors if sparse or isinstance(vectors, Tensor) else Tensor.from_array(np.asarray(vectors))
     if direct and (why_not := direct_socket_reason(conn)):
         raise InvalidFieldError(f"direct=True, but the COPY cannot be written on the socket: {why_not}",
                                 field="direct")
@@ -153,10 +156,10 @@ def copy_vectors(conn: Any, table: str, columns: str | Sequence[str], vectors: T
             try:
                 for start in range(0, t.n, rows_per_chunk):
                     stop = min(start + rows_per_chunk, t.n)
-                    chunk = Tensor(t.array[start:stop], t.dtype, t.d)
+                    chunk = t.slice(start, stop) if sparse else Tensor(t.array[start:stop], t.dtype, t.d)
                     chunk_ids = None if ids is None else ids[start:stop]
                     # on the socket, fixed-width tuples go out gathered from their heads and their items
-                    parts = None if writer is None else encode_tuple_parts(chunk, layout, chunk_ids, start,
+                    parts = None if writer is None or sparse else encode_tuple_parts(chunk, layout, chunk_ids, start,
                                                                            parts_buffer)
                     if parts is not None:
                         sent += writer.send_rows(*parts)
