@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -153,33 +155,38 @@ class PgvectorSink:
             return 0
         return self._retrying(lambda: self._insert(ids, pieces, target, block), block)
 
-    def _insert(self, ids: Any, pieces: list[tuple[int, Any]], target: TargetColumns, block: str) -> int:
-        """One transaction: COPY into a temporary table, INSERT ... ON CONFLICT DO NOTHING; rows inserted."""
-        conn = self._connection()
-        operational = _psycopg().OperationalError
-        stage = quote_ident(f"densewire_stage_{uuid.uuid4().hex[:12]}")
-        cols = f"{quote_ident(self.id_column)}, {quote_ident(self.column)}"
+    @contextmanager
+    def writing(self, block: str) -> Iterator[None]:
+        """Around a block's transaction: a row's densewire error or the database's refusal becomes a
+        BatchError naming the block (and the column); a lost connection is left to :meth:`_retrying`."""
         try:
-            with conn.transaction():
-                conn.execute(f"CREATE TEMPORARY TABLE {stage} ON COMMIT DROP AS SELECT {cols} FROM "
-                             f"{quote_table(self.table)} WITH NO DATA")
-                for row0, a in pieces:
-                    if a.shape[0]:
-                        copy_vectors(conn, stage, (self.id_column, self.column), _tensor(a, target),
-                                     ids[row0:row0 + len(a)], pg_type=target.pg_type, id_type=target.id_type,
-                                     progress=False)
-                cur = conn.execute(f"INSERT INTO {quote_table(self.table)} ({cols}) SELECT {cols} FROM {stage} "
-                                   f"ON CONFLICT ({quote_ident(self.id_column)}) DO NOTHING")
-                inserted = cur.rowcount
+            yield
         except BatchError as exc:
             raise exc.in_block(block)
-        except operational:
+        except _psycopg().OperationalError:
             raise  # the connection: retried by _retrying
         except Exception as exc:
             if getattr(exc, "field", None) is not None and hasattr(exc, "category"):  # a densewire error of a row
                 raise BatchError(str(exc), category=exc.category, column=self.column, block=block) from exc
             raise BatchError(f"writing into {self.table} failed: {type(exc).__name__}: {exc}",
                              category="internal_error", block=block) from exc
+
+    def _insert(self, ids: Any, pieces: list[tuple[int, Any]], target: TargetColumns, block: str) -> int:
+        """One transaction: COPY into a temporary table, INSERT ... ON CONFLICT DO NOTHING; rows inserted."""
+        conn = self._connection()
+        stage = quote_ident(f"densewire_stage_{uuid.uuid4().hex[:12]}")
+        cols = f"{quote_ident(self.id_column)}, {quote_ident(self.column)}"
+        with self.writing(block), conn.transaction():
+            conn.execute(f"CREATE TEMPORARY TABLE {stage} ON COMMIT DROP AS SELECT {cols} FROM "
+                         f"{quote_table(self.table)} WITH NO DATA")
+            for row0, a in pieces:
+                if a.shape[0]:
+                    copy_vectors(conn, stage, (self.id_column, self.column), _tensor(a, target),
+                                 ids[row0:row0 + len(a)], pg_type=target.pg_type, id_type=target.id_type,
+                                 progress=False)
+            cur = conn.execute(f"INSERT INTO {quote_table(self.table)} ({cols}) SELECT {cols} FROM {stage} "
+                               f"ON CONFLICT ({quote_ident(self.id_column)}) DO NOTHING")
+            inserted = cur.rowcount
         return inserted
 
 

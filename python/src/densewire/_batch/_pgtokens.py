@@ -31,7 +31,7 @@ import pyarrow as pa
 from .._stores._pgvector import copy_vectors, quote_ident, quote_table
 from ._columns import ids_of, token_chunks
 from ._errors import BatchError
-from ._pgsink import _ID_TYPES, PgvectorSink, TargetColumns, _psycopg
+from ._pgsink import _ID_TYPES, PgvectorSink, TargetColumns
 
 __all__ = ["PgvectorTokensSink"]
 
@@ -76,36 +76,25 @@ class PgvectorTokensSink(PgvectorSink):
 
     def _insert_tokens(self, ids: Any, pieces: list[tuple[int, Any]], target: TargetColumns, block: str) -> int:
         conn = self._connection()
-        operational = _psycopg().OperationalError
         stage = quote_ident(f"densewire_stage_{uuid.uuid4().hex[:12]}")
         idc, pos, vec = (quote_ident(c) for c in (self.id_column, self.position_column, self.column))
-        try:
-            with conn.transaction():
-                conn.execute(f"CREATE TEMPORARY TABLE {stage} ON COMMIT DROP AS SELECT {idc}, {vec} FROM "
-                             f"{quote_table(self.table)} WITH NO DATA")
-                conn.execute(f"ALTER TABLE {stage} ADD COLUMN densewire_arrival bigint GENERATED ALWAYS AS IDENTITY")
-                for row0, ragged in pieces:
-                    if not ragged.rows.n:
-                        continue
-                    doc_ids = ids[row0:row0 + ragged.n]
-                    token_ids = (np.repeat(doc_ids, ragged.lengths) if isinstance(doc_ids, np.ndarray) else
-                                 [v for v, k in zip(doc_ids, ragged.lengths.tolist()) for _ in range(k)])
-                    copy_vectors(conn, stage, (self.id_column, self.column), ragged.rows, token_ids,
-                                 pg_type=target.pg_type, id_type=target.id_type, progress=False)
-                cur = conn.execute(
-                    f"INSERT INTO {quote_table(self.table)} ({idc}, {pos}, {vec}) SELECT {idc}, row_number() OVER "
-                    f"(PARTITION BY {idc} ORDER BY densewire_arrival) - 1, {vec} FROM {stage} "
-                    f"ON CONFLICT ({idc}, {pos}) DO NOTHING")
-                inserted = cur.rowcount
-        except BatchError as exc:
-            raise exc.in_block(block)
-        except operational:
-            raise  # the connection: retried by _retrying
-        except Exception as exc:
-            if getattr(exc, "field", None) is not None and hasattr(exc, "category"):  # a densewire error of a row
-                raise BatchError(str(exc), category=exc.category, column=self.column, block=block) from exc
-            raise BatchError(f"writing into {self.table} failed: {type(exc).__name__}: {exc}",
-                             category="internal_error", block=block) from exc
+        with self.writing(block), conn.transaction():
+            conn.execute(f"CREATE TEMPORARY TABLE {stage} ON COMMIT DROP AS SELECT {idc}, {vec} FROM "
+                         f"{quote_table(self.table)} WITH NO DATA")
+            conn.execute(f"ALTER TABLE {stage} ADD COLUMN densewire_arrival bigint GENERATED ALWAYS AS IDENTITY")
+            for row0, ragged in pieces:
+                if not ragged.rows.n:
+                    continue
+                doc_ids = ids[row0:row0 + ragged.n]
+                token_ids = (np.repeat(doc_ids, ragged.lengths) if isinstance(doc_ids, np.ndarray) else
+                             [v for v, k in zip(doc_ids, ragged.lengths.tolist()) for _ in range(k)])
+                copy_vectors(conn, stage, (self.id_column, self.column), ragged.rows, token_ids,
+                             pg_type=target.pg_type, id_type=target.id_type, progress=False)
+            cur = conn.execute(
+                f"INSERT INTO {quote_table(self.table)} ({idc}, {pos}, {vec}) SELECT {idc}, row_number() OVER "
+                f"(PARTITION BY {idc} ORDER BY densewire_arrival) - 1, {vec} FROM {stage} "
+                f"ON CONFLICT ({idc}, {pos}) DO NOTHING")
+            inserted = cur.rowcount
         return inserted
 
 

@@ -171,6 +171,15 @@ def _tei_direction(doc: dict[str, Any]) -> str:
     raise InvalidFieldError(f"must be 'Left' or 'Right', not {v!r}", field="truncation_direction")
 
 
+def _tei_no_prompt(doc: dict[str, Any]) -> None:
+    """TEI's ``prompt_name``: the served models define no prompts, so any name is TEI's 422."""
+    prompt = _optional(doc, "prompt_name", str, "a string")
+    if prompt is not None:
+        raise _with_status(InvalidFieldError(
+            f"prompt_name {prompt!r} is not a prompt of the model (it defines none)", field="prompt_name"),
+            422, "Validation")
+
+
 async def tei_embed(request: Request) -> Response:
     """``POST /embed`` (and ``POST /``): TEI's EmbedRequest -> ``[[float, ...], ...]``."""
 
@@ -182,11 +191,7 @@ async def tei_embed(request: Request) -> Response:
         truncate = _optional(doc, "truncate", bool, "a boolean")
         normalize = _optional(doc, "normalize", bool, "a boolean")
         side = _tei_direction(doc)
-        prompt = _optional(doc, "prompt_name", str, "a string")
-        if prompt is not None:
-            raise _with_status(InvalidFieldError(
-                f"prompt_name {prompt!r} is not a prompt of the model (it defines none)", field="prompt_name"),
-                422, "Validation")
+        _tei_no_prompt(doc)
         dims = doc.get("dimensions")
         if dims is not None:
             dims = _integer(dims, "dimensions", 1, service.dimensions)

@@ -21,7 +21,8 @@ from starlette.responses import Response
 
 from densewire import Embeddings, InvalidFieldError, SparseVectors, Usage
 
-from .dialects import _length_error, _object, _optional, _tei_direction, _tei_inputs, _with_status, tei_error
+from .dialects import (_length_error, _object, _optional, _tei_direction, _tei_inputs, _tei_no_prompt, _with_status,
+                       tei_error)
 from .pipeline import Call, run_call
 from .request import _integer
 from .sparse import embed_sparse, embed_sparse_ids, no_sparse, sparse_vocab_size
@@ -59,11 +60,7 @@ async def tei_embed_sparse(request: Request) -> Response:
         texts, ids = _tei_inputs(doc.get("inputs"), cfg.max_client_batch_size)
         truncate = _optional(doc, "truncate", bool, "a boolean")
         side = _tei_direction(doc)
-        prompt = _optional(doc, "prompt_name", str, "a string")
-        if prompt is not None:
-            raise _with_status(InvalidFieldError(
-                f"prompt_name {prompt!r} is not a prompt of the model (it defines none)", field="prompt_name"),
-                422, "Validation")
+        _tei_no_prompt(doc)
         k = _max_active_dims(doc)
         cut_long = cfg.auto_truncate if truncate is None else truncate
         try:

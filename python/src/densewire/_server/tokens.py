@@ -29,7 +29,8 @@ from starlette.responses import Response
 
 from densewire import Embeddings, InvalidFieldError, RaggedTensor, Usage
 
-from .dialects import _object, _optional, _tei_direction, _tei_inputs, _with_status, _length_error, tei_error
+from .dialects import (_length_error, _object, _optional, _tei_direction, _tei_inputs, _tei_no_prompt, _with_status,
+                       tei_error)
 from .pipeline import Call, openai_error, run_call
 from .request import _integer
 from .sparse_routes import vllm_sparse_pooling
@@ -73,11 +74,7 @@ async def tei_embed_all(request: Request) -> Response:
         if _tei_direction(doc) != "right":
             raise _with_status(InvalidFieldError("only 'Right' truncation is served for per-token output",
                                                  field="truncation_direction"), 422, "Validation")
-        prompt = _optional(doc, "prompt_name", str, "a string")
-        if prompt is not None:
-            raise _with_status(InvalidFieldError(
-                f"prompt_name {prompt!r} is not a prompt of the model (it defines none)", field="prompt_name"),
-                422, "Validation")
+        _tei_no_prompt(doc)
         is_query = _optional(doc, "is_query", bool, "a boolean")
         emb = await _states(call, texts, cfg.auto_truncate if truncate is None else truncate, "inputs",
                             "send truncate: true to embed its first tokens, or run the server with --auto-truncate",
