@@ -11,6 +11,13 @@ Tokens are whitespace-separated words: ``count_tokens`` returns
 ``len(text.split())``, and :meth:`HashBackend.embed` keeps only the first
 ``max_tokens`` words of a longer text (joined by single spaces). Token-id
 inputs hash the id sequence (in a separate domain from texts).
+
+Sparse output (:meth:`HashBackend.embed_sparse`, TEI's ``/embed_sparse``) is a deterministic stand-in for a
+SPLADE model over a vocabulary of :data:`SPARSE_VOCAB_SIZE` (30522, BERT's): each word ``w`` of the text
+(after the same cut) gives ``x``, the little-endian uint64 of ``blake2b(utf8(w), digest_size=8,
+person=b"densewire-sparse")``; its index is ``x % 30522`` and its weight ``((x >> 40) + 1) / 2**24``
+(exact in float32, in ``(0, 1]``). Weights are max-pooled per index, as SPLADE pools over tokens, and
+indices come out strictly ascending. A text without words has no non-zeros.
 """
 
 from __future__ import annotations
@@ -21,10 +28,13 @@ import numpy as np
 
 from .base import Backend, check_ids, check_texts, empty_result, whitespace_token_counts
 
-__all__ = ["HashBackend"]
+__all__ = ["HashBackend", "SPARSE_VOCAB_SIZE"]
 
 _TEXT_DOMAIN = b"densewire-text"  # BLAKE2b personalisation (<= 16 bytes)
 _IDS_DOMAIN = b"densewire-ids"
+_SPARSE_DOMAIN = b"densewire-sparse"
+#: the vocabulary of the hash model's sparse output (BERT's WordPiece vocabulary size)
+SPARSE_VOCAB_SIZE = 30522
 MAX_HASH_DIMENSIONS = 1 << 16
 
 
@@ -58,6 +68,7 @@ class HashBackend(Backend):
         # Matryoshka by construction (the module doc): a prefix of the vector is the vector of a smaller
         # dimension, so the server accepts any ``dimensions`` (server/matryoshka.py)
         self.matryoshka = True
+        self.sparse_vocab_size = SPARSE_VOCAB_SIZE  # of embed_sparse; token-id inputs stay unbounded (int64)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Whitespace-separated words per text."""
@@ -94,3 +105,24 @@ class HashBackend(Backend):
             for seq in ids
         ]
         return self._fill(seeds)
+
+    def embed_sparse(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Sparse vectors of texts (the module doc): ``(indices, values, nnz)``, the uint32 indices
+        (strictly ascending per text) and float32 weights of every text back to back, and the count of
+        each text's."""
+        check_texts(texts)
+        indices, values, nnz = [], [], []
+        for text in texts:
+            best: dict[int, int] = {}
+            for word in self._truncate(text).split():
+                x = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8,
+                                                   person=_SPARSE_DOMAIN).digest(), "little")
+                i, w = x % SPARSE_VOCAB_SIZE, (x >> 40) + 1
+                if w > best.get(i, 0):
+                    best[i] = w
+            keys = sorted(best)
+            indices.extend(keys)
+            values.extend(best[k] for k in keys)
+            nnz.append(len(keys))
+        return (np.asarray(indices, np.uint32), (np.asarray(values, np.float64) / (1 << 24)).astype(np.float32),
+                np.asarray(nnz, np.int64))

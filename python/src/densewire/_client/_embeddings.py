@@ -27,7 +27,7 @@ from .._optional import require
 from .._errors import DensewireError, InvalidFieldError
 from .._formats import MEDIA_TYPES, decode, format_for_media_type
 from .._quantize import QUANTIZED_DTYPES, Quantization
-from .._ragged import RaggedTensor
+from .._ragged import RaggedTensor, SparseVectors
 from .._tensor import Embeddings
 from ._errors import APIError
 from ._loop import LoopThread, close_on_loop
@@ -85,6 +85,30 @@ def _decode_tokens(response: Response) -> Embeddings:
                        getattr(exc, "offset", None), attempts=response.attempts) from exc
 
 
+def _decode_sparse(response: Response, vocab_size: int | None) -> SparseVectors:
+    """A sparse answer of ``POST /embed_sparse``: densewire's sparse tensor (SPEC.md 20.2), or TEI's JSON
+    (``[[{"index", "value"}]]``, which does not say the vocabulary size: ``vocab_size``, else one past the
+    largest index)."""
+    raise_for_status(response)
+    fmt = format_for_media_type(response.header("Content-Type", "application/json")) or "json"
+    try:
+        if fmt == "json":
+            doc = orjson.loads(response.body)
+            if not isinstance(doc, list) or not all(isinstance(v, list) for v in doc):
+                raise TypeError("a TEI sparse answer is an array of arrays of {index, value}")
+            indices = np.array([e["index"] for v in doc for e in v], np.int64)
+            values = np.array([e["value"] for v in doc for e in v], np.float32)
+            offsets = np.concatenate([[0], np.cumsum([len(v) for v in doc], dtype=np.int64)])
+            vocab = vocab_size or (int(indices.max()) + 1 if indices.size else 1)
+            return SparseVectors(indices, values, offsets, vocab)
+        out = decode(response.body, fmt, response.headers, kind="sparse").tensor
+        return out
+    except (DensewireError, orjson.JSONDecodeError, ValueError, TypeError, KeyError) as exc:
+        raise APIError(response.status, f"the server's {fmt} sparse response does not decode: {exc}",
+                       getattr(exc, "category", "malformed"), getattr(exc, "field", None),
+                       getattr(exc, "offset", None), attempts=response.attempts) from exc
+
+
 def _as_array(emb: Embeddings) -> np.ndarray:
     t = emb.tensor
     return t.to_float32() if t.dtype == "bfloat16" else t.array
@@ -125,6 +149,7 @@ class AsyncClient:
         self.model = model
         self._url = yarl.URL(f"{self.base_url}/v1/embeddings")
         self._tokens_url = yarl.URL(f"{self.base_url}/embed_all")
+        self._sparse_url = yarl.URL(f"{self.base_url}/embed_sparse")
         self._headers = {"Accept": accept, "Accept-Encoding": accept_encoding, "Content-Type": "application/json",
                          **auth_headers(api_key)}
         self._transport = Transport(timeout=timeout, retry=RetryPolicy(max_retries, backoff_base, backoff_cap),
@@ -167,6 +192,22 @@ class AsyncClient:
             body["truncate"] = truncate
         response = await self._transport.request("POST", self._tokens_url, self._headers, orjson.dumps(body))
         return _decode_tokens(response).tensor
+
+    async def embed_sparse(self, texts, *, truncate: bool | None = None, max_active_dims: int | None = None,
+                           vocab_size: int | None = None) -> SparseVectors:
+        """Sparse (SPLADE) vectors (TEI's ``POST /embed_sparse``): per text its non-zero vocabulary weights, as
+        :class:`SparseVectors` over one buffer (``s[i]`` is text ``i``'s ``(indices, values)``, views;
+        ``s.to_scipy()`` a CSR matrix). Asked for by the client's ``accept`` (densewire's sparse raw body first
+        by default); TEI's JSON is read too, with ``vocab_size`` as its vocabulary size (it sends none; one past
+        the largest index when None). ``truncate`` cuts texts longer than the model's maximum (the server's
+        ``--auto-truncate`` when None); ``max_active_dims`` keeps each vector's largest weights only."""
+        body: dict[str, Any] = {"inputs": texts if isinstance(texts, str) else list(texts)}
+        if truncate is not None:
+            body["truncate"] = truncate
+        if max_active_dims is not None:
+            body["max_active_dims"] = max_active_dims
+        response = await self._transport.request("POST", self._sparse_url, self._headers, orjson.dumps(body))
+        return _decode_sparse(response, vocab_size)
 
     async def quantization(self, quantization_id: str) -> Quantization:
         """The ranges with this id (``GET /v1/quantization/{id}``), checked (SPEC.md 17.6); fetched once
@@ -270,6 +311,12 @@ class Client:
     def embed_tokens(self, texts, *, truncate: bool | None = None) -> RaggedTensor:
         """Per-token embeddings of each text as a :class:`RaggedTensor` (see :meth:`AsyncClient.embed_tokens`)."""
         return self._loop.run(self._async.embed_tokens(texts, truncate=truncate))
+
+    def embed_sparse(self, texts, *, truncate: bool | None = None, max_active_dims: int | None = None,
+                     vocab_size: int | None = None) -> SparseVectors:
+        """Sparse vectors of each text as :class:`SparseVectors` (see :meth:`AsyncClient.embed_sparse`)."""
+        return self._loop.run(self._async.embed_sparse(texts, truncate=truncate, max_active_dims=max_active_dims,
+                                                       vocab_size=vocab_size))
 
     def quantization(self, quantization_id: str) -> Quantization:
         """The ranges with this id (``GET /v1/quantization/{id}``), fetched once per id."""

@@ -57,6 +57,7 @@ from densewire._optional import require
 from .admission import Admission, Ticket
 from .config import ServerConfig, config_from_env, validate
 from .dialects import cohere_embed, ollama_embed, ollama_embeddings, tei_embed, tei_info, tei_tokenize
+from .sparse import tei_embed_sparse
 from .tokens import tei_embed_all, vllm_pooling
 from .embedder import Embedder
 from .kserve_routes import (kserve_infer, kserve_live, kserve_model_metadata, kserve_model_ready, kserve_ready,
@@ -420,6 +421,7 @@ def create_app(cfg: ServerConfig | None = None, *, backend: Any = None) -> Starl
         Route("/v1/embeddings", embeddings, methods=["POST"]),
         Route("/embed", tei_embed, methods=["POST"]),
         Route("/embed_all", tei_embed_all, methods=["POST"]),
+        Route("/embed_sparse", tei_embed_sparse, methods=["POST"]),
         Route("/pooling", vllm_pooling, methods=["POST"]),
         Route("/tokenize", tei_tokenize, methods=["POST"]),
         Route("/info", tei_info, methods=["GET"]),

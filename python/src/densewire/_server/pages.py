@@ -44,6 +44,7 @@ _ABOUT = {
     "/embed": "TEI's embeddings: {\"inputs\": [...]} -> [[...]]",
     "/tokenize": "TEI's tokenizer view: ids, tokens and byte offsets",
     "/embed_all": "TEI's per-token embeddings: [[[...]]], or a ragged tensor by Accept",
+    "/embed_sparse": "TEI's sparse (SPLADE) embeddings: [[{index, value}]], or a sparse tensor by Accept",
     "/pooling": "vLLM's pooling, task token_embed: a matrix per input (float, base64, bytes)",
     "/info": "TEI's model and limits",
     "/v2/embed": "Cohere's embeddings: float, int8, uint8, binary, ubinary, base64",
