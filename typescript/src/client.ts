@@ -286,6 +286,8 @@ export interface SparseOptions extends Pick<EmbedOptions, "truncate" | "signal" 
   truncationDirection?: "Left" | "Right";
   /** TEI's `prompt_name`: a prompt of the model's configuration put before each text. */
   promptName?: string;
+  /** densewire serve's `max_active_dims`: keep each vector's `k` largest weights only. */
+  maxActiveDims?: number;
   /** The vocabulary size of a TEI JSON answer (which has none); one past the largest index when omitted. */
   vocabSize?: number;
 }
@@ -402,7 +404,7 @@ export class DensewireClient {
    * sparse raw body first by default); TEI's JSON is read too, with `vocabSize` as its vocabulary size
    * (TEI sends none; one past the largest index when omitted). `truncate` cuts texts longer than the
    * model's maximum (the server's `--auto-truncate` when omitted); `truncationDirection` and
-   * `promptName` are TEI's. Retried as {@link embed}.
+   * `promptName` are TEI's, `maxActiveDims` densewire serve's top-k pruning. Retried as {@link embed}.
    */
   async embedSparse(input: string | readonly string[], options: SparseOptions = {}): Promise<SparseTensor> {
     const texts = typeof input === "string" ? [input] : [...input];
@@ -411,6 +413,7 @@ export class DensewireClient {
     if (options.truncate !== undefined) request["truncate"] = options.truncate;
     if (options.truncationDirection !== undefined) request["truncation_direction"] = options.truncationDirection;
     if (options.promptName !== undefined) request["prompt_name"] = options.promptName;
+    if (options.maxActiveDims !== undefined) request["max_active_dims"] = options.maxActiveDims;
     const init: RequestInit = {
       method: "POST",
       headers: this.#requestHeaders({ "Content-Type": "application/json", Accept: acceptHeader(options.formats ?? this.formats) }),

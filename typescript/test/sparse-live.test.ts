@@ -46,6 +46,15 @@ describe("sparse vectors from densewire serve", () => {
     assert.equal(json.shape[1], raw.shape[1], "vocabSize gives TEI's JSON the vocabulary");
   });
 
+  it("the hash model's documented vector, and max_active_dims keeps the largest weights", async () => {
+    // the hash:D rule (python/src/densewire/_backends/hash.py): blake2b of each word, index x % 30522, weight ((x >> 40) + 1) / 2^24
+    const t = await client("raw").embedSparse("hello world hello");
+    assert.deepEqual([t.shape, Array.from(t.indices), Array.from(t.data)], [[1, 30522], [26240, 26746], [Math.fround(0.827504), Math.fround(0.3063963)]]);
+    const top = await client("msgpack").embedSparse(["hello world hello", texts[2]!], { maxActiveDims: 1 });
+    assert.deepEqual(Array.from(top.offsets), [0, 1, 2]);
+    assert.deepEqual(Array.from(sparseVector(top, 0).indices), [26240]);
+  });
+
   it("a text over the model's limit with truncate false is the server's 413, named", async () => {
     const long = "word ".repeat(9000);
     await assert.rejects(client("raw").embedSparse([long], { truncate: false }), (e: unknown) => {
