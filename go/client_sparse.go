@@ -34,6 +34,8 @@ type SparseRequest struct {
 	TruncationDirection string
 	// PromptName is TEI's prompt_name: a prompt of the model's configuration put before each text.
 	PromptName string
+	// MaxActiveDims is densewire serve's max_active_dims: keep each vector's k largest weights (0: all).
+	MaxActiveDims int
 	// VocabSize is the vocabulary size given to a TEI JSON answer, which has none; 0 means one past
 	// the largest index. densewire's binary answers carry their own.
 	VocabSize uint64
@@ -58,7 +60,8 @@ func (c *Client) EmbedSparse(ctx context.Context, req *SparseRequest) (*SparseTe
 		Truncate            *bool    `json:"truncate,omitempty"`
 		TruncationDirection string   `json:"truncation_direction,omitempty"`
 		PromptName          string   `json:"prompt_name,omitempty"`
-	}{req.Inputs, req.Truncate, req.TruncationDirection, req.PromptName})
+		MaxActiveDims       int      `json:"max_active_dims,omitempty"`
+	}{req.Inputs, req.Truncate, req.TruncationDirection, req.PromptName, req.MaxActiveDims})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -70,6 +70,18 @@ func TestEmbedSparseLive(t *testing.T) {
 		t.Fatalf("VocabSize %d gave TEI's JSON a vocabulary of %d", vocab, s.V)
 	}
 
+	// the hash:D rule (python/src/densewire/_backends/hash.py): blake2b of each word, index x % 30522,
+	// weight ((x >> 40) + 1) / 2^24, the largest per index
+	hello := sparse(densewire.FormatRaw, &densewire.SparseRequest{Inputs: []string{"hello world hello"}})
+	if idx, data := hello.Vector(0); hello.V != 30522 || !reflect.DeepEqual(idx, []uint32{26240, 26746}) ||
+		string(data) != string(densewire.Float32Bytes([]float32{0.827504, 0.3063963})) {
+		t.Fatalf("hello world hello: %v over %d", idx, hello.V)
+	}
+	top := sparse(densewire.FormatMsgpack, &densewire.SparseRequest{Inputs: []string{"hello world hello", texts[2]}, MaxActiveDims: 1})
+	if idx, _ := top.Vector(0); !reflect.DeepEqual(top.Offsets, []uint32{0, 1, 2}) || idx[0] != 26240 {
+		t.Fatalf("MaxActiveDims 1: offsets %v, indices %v", top.Offsets, top.Indices)
+	}
+
 	long := strings.Repeat("word ", 9000)
 	no := false
 	_, _, err := client(densewire.FormatRaw).EmbedSparse(ctx, &densewire.SparseRequest{Inputs: []string{long}, Truncate: &no})
