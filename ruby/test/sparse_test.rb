@@ -38,6 +38,15 @@ class SparseLiveTest < Minitest::Test
     assert_equal vocab, client(:json) { |c| c.embed_sparse(TEXTS, vocab_size: vocab) }.shape[1]
   end
 
+  # The hash:D rule (python/src/densewire/_backends/hash.py): blake2b of each word, index x % 30522, weight
+  # ((x >> 40) + 1) / 2^24, the largest per index.
+  def test_the_hash_models_documented_vector_and_max_active_dims
+    t = client(:raw) { |c| c.embed_sparse("hello world hello") }
+    assert_equal [[1, 30_522], [26_240, 26_746], [0.827504, 0.3063963].pack("e*")], [t.shape, t.indices, t.data]
+    top = client(:msgpack) { |c| c.embed_sparse(["hello world hello", TEXTS[2]], max_active_dims: 1) }
+    assert_equal [[0, 1, 2], 26_240], [top.offsets, top.indices[0]]
+  end
+
   def test_a_text_over_the_limit_is_the_servers_413
     long = "word " * 9000
     e = assert_raises(Densewire::HTTPError) { client(:raw) { |c| c.embed_sparse([long], truncate: false) } }

@@ -132,8 +132,10 @@ module Densewire
     # client's formats (densewire's sparse raw body first); TEI's own JSON ([[{"index", "value"}]]) is
     # read too, with +vocab_size+ as its vocabulary size (TEI sends none; one past the largest index when
     # nil). +truncate+ cuts texts longer than the model's maximum (the server's --auto-truncate when nil);
-    # +truncation_direction+ ("Left" or "Right") and +prompt_name+ are TEI's.
-    def embed_sparse(input, truncate: nil, truncation_direction: nil, prompt_name: nil, vocab_size: nil, max_retries: nil)
+    # +truncation_direction+ ("Left" or "Right") and +prompt_name+ are TEI's; +max_active_dims+ keeps each
+    # vector's k largest weights (densewire serve).
+    def embed_sparse(input, truncate: nil, truncation_direction: nil, prompt_name: nil, max_active_dims: nil, vocab_size: nil,
+                     max_retries: nil)
       texts = input.is_a?(String) ? [input] : input.to_a
       raise ArgumentError, "embed_sparse needs at least one text" if texts.empty?
 
@@ -141,6 +143,7 @@ module Densewire
       body["truncate"] = truncate unless truncate.nil?
       body["truncation_direction"] = truncation_direction if truncation_direction
       body["prompt_name"] = prompt_name if prompt_name
+      body["max_active_dims"] = max_active_dims if max_active_dims
       response, attempts = send_post("#{@prefix.delete_suffix("/v1")}/embed_sparse", JSON.generate(body), max_retries)
       status = response.code.to_i
       raise http_error(response, status, attempts) unless status.between?(200, 299)
