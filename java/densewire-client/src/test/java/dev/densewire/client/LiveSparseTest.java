@@ -58,6 +58,12 @@ class LiveSparseTest {
                 assertEquals(reference, t, f + " differs from raw");
             }
         }
+        // the hash:D rule (python/src/densewire/_backends/hash.py): blake2b of each word, index x % 30522, weight
+        // ((x >> 40) + 1) / 2^24, the largest per index
+        SparseTensor hello = client(server, Format.RAW).embedSparse(List.of("hello world hello"), null).tensor();
+        assertEquals(30522, hello.vocabularySize());
+        assertArrayEquals(new int[] {26240, 26746}, indices(hello));
+        assertArrayEquals(new float[] {0.827504f, 0.3063963f}, hello.values().toFloatArray());
         DensewireApiException e = assertThrows(DensewireApiException.class,
                 () -> client(server, Format.RAW).embedSparse(List.of("word ".repeat(9000)), false));
         assertEquals(413, e.status());
