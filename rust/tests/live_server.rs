@@ -224,6 +224,11 @@ async fn embed_sparse_against_densewire_serve() {
             Some(r) => assert_eq!(&t, r, "{format} differs from raw"),
         }
     }
+    // the hash:D rule (python/src/densewire/_backends/hash.py): blake2b of each word, index x % 30522,
+    // weight ((x >> 40) + 1) / 2^24, the largest per index
+    let hello = client(Format::Raw).embed_sparse(&["hello world hello"], None).await.unwrap().tensor;
+    assert_eq!((hello.vocabulary_size(), &*hello.indices()), (30522, &[26240u32, 26746][..]));
+    assert_eq!(hello.values().to_f32_vec().unwrap(), vec![0.827504f32, 0.3063963]);
     let long = "word ".repeat(9000);
     let e = client(Format::Raw).embed_sparse(&[long.as_str()], Some(false)).await.unwrap_err();
     assert_eq!(e.http_status(), 413, "{e}");
