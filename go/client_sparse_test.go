@@ -140,3 +140,32 @@ func TestEmbedSparseTEIJSON(t *testing.T) {
 		t.Errorf("no inputs: %v", err)
 	}
 }
+
+// A 503 is retried as Embed's are (SPEC.md 18); the error of the last attempt says how many were made.
+func TestEmbedSparseRetries(t *testing.T) {
+	calls, fail := 0, 1
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		if calls <= fail {
+			w.Header().Set("Retry-After", "0")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":"model is overloaded","error_type":"Overloaded"}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`[[{"index":3,"value":1.5}]]`))
+	}))
+	defer srv.Close()
+	c := &densewire.Client{BaseURL: srv.URL, Retry: &densewire.RetryPolicy{MaxRetries: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}}
+	s, _, err := c.EmbedSparse(context.Background(), &densewire.SparseRequest{Inputs: []string{"a"}})
+	if err != nil || calls != 2 || s.N != 1 {
+		t.Fatalf("after one 503: %v, %d calls", err, calls)
+	}
+	calls, fail = 0, 10
+	_, _, err = c.EmbedSparse(context.Background(), &densewire.SparseRequest{Inputs: []string{"a"}})
+	var de *densewire.Error
+	if !errors.As(err, &de) || de.Status != http.StatusServiceUnavailable || de.Attempts != 3 || calls != 3 {
+		t.Fatalf("always 503: %v (%d calls)", err, calls)
+	}
+}
