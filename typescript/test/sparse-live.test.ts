@@ -97,3 +97,28 @@ describe("TEI's sparse JSON", () => {
     });
   }
 });
+
+describe("embedSparse retries", () => {
+  it("retries a 503 as embed does, and the last attempt's error says how many were made", async () => {
+    let calls = 0;
+    let fail = 1;
+    const fetchFn = async (url: string | URL | Request) => {
+      calls++;
+      assert.match(String(url), /\/embed_sparse$/);
+      if (calls <= fail) return new Response('{"error":"model is overloaded","error_type":"Overloaded"}', { status: 503, headers: { "Content-Type": "application/json", "Retry-After": "0" } });
+      return new Response('[[{"index":3,"value":1.5}]]', { headers: { "Content-Type": "application/json" } });
+    };
+    const c = new DensewireClient({ baseURL: "http://densewire.invalid/v1", fetch: fetchFn as typeof fetch, maxRetries: 2, backoffBaseMs: 1, backoffMaxMs: 1 });
+    const t = await c.embedSparse("a");
+    assert.deepEqual([calls, Array.from(t.indices)], [2, [3]]);
+    calls = 0;
+    fail = 10;
+    await assert.rejects(c.embedSparse("a"), (e: unknown) => {
+      assert.ok(e instanceof DensewireHTTPError, String(e));
+      assert.equal(e.status, 503);
+      assert.equal(calls, 3);
+      assert.equal(e.attempts, 3);
+      return true;
+    });
+  });
+});
