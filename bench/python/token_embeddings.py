@@ -6,7 +6,9 @@ side by side in one run: bytes and Python decode time.
 The matrices are MiniLM's real token states (the ONNX engine, fp32) of ``--docs`` texts of ``--tokens``
 tokens each. TEI's answer is ``[[[f32]]]`` as orjson writes it (shortest float32 decimals, as TEI's
 serde does); its client decodes with ``json.loads`` then ``np.array`` (the usual code), or orjson. densewire's
-bodies are encoded by ``densewire.encode`` and decoded by ``densewire.decode(kind="ragged")``. Rounds are
+bodies are encoded by ``densewire.encode`` and decoded by ``densewire.decode(kind="ragged")``; the float16
+rows are the body ``densewire serve`` answers with ``embed_dtype: float16`` (vLLM's name; ``Accept`` as above),
+decoded and widened to float32 (``astype``), with their largest error against the float32 states. Rounds are
 interleaved (each round times every contender once); best and median are reported with the machine, the
 package versions and the load average.
 """
@@ -44,6 +46,9 @@ def main() -> None:
     emb = densewire.Embeddings(ragged, BUILTIN_MODEL_NAME, densewire.Usage(int(lengths.sum()), int(lengths.sum())))
     tei = b"[" + b",".join(orjson.dumps(m, option=orjson.OPT_SERIALIZE_NUMPY) for m in ragged) + b"]"
     bodies = {fmt: densewire.encode(emb, fmt) for fmt in ("raw", "msgpack", "protobuf", "arrow")}
+    half = densewire.RaggedTensor.from_lengths(rows.astype(np.float16), lengths)
+    half_emb = densewire.Embeddings(half, BUILTIN_MODEL_NAME, emb.usage)
+    half_bodies = {fmt: densewire.encode(half_emb, fmt) for fmt in ("raw", "arrow")}
 
     def tei_stdlib():
         doc = json.loads(tei)
@@ -55,6 +60,13 @@ def main() -> None:
     contenders = {"TEI JSON, json.loads + np.array": tei_stdlib, "TEI JSON, orjson.loads + np.array": tei_orjson}
     for fmt, (body, headers) in bodies.items():
         contenders[f"densewire {fmt}"] = (lambda b=body, h=headers, f=fmt: densewire.decode(b, f, h, kind="ragged"))
+    for fmt, (body, headers) in half_bodies.items():
+        contenders[f"densewire {fmt} float16, widened to float32"] = (
+            lambda b=body, h=headers, f=fmt: densewire.decode(b, f, h, kind="ragged").tensor.rows.to_float32())
+    widened = contenders["densewire raw float16, widened to float32"]()
+    error = float(np.max(np.abs(widened - rows)))
+    for fn in contenders.values():  # warm-up (imports, first allocations): not timed
+        fn()
     times: dict[str, list[float]] = {k: [] for k in contenders}
     for _ in range(args.rounds):
         for name, fn in contenders.items():
@@ -63,7 +75,8 @@ def main() -> None:
             times[name].append(time.perf_counter() - t0)
     base = statistics.median(times["TEI JSON, json.loads + np.array"])
     sizes = {"TEI JSON, json.loads + np.array": len(tei), "TEI JSON, orjson.loads + np.array": len(tei),
-             **{f"densewire {f}": len(b) for f, (b, _) in bodies.items()}}
+             **{f"densewire {f}": len(b) for f, (b, _) in bodies.items()},
+             **{f"densewire {f} float16, widened to float32": len(b) for f, (b, _) in half_bodies.items()}}
     print(f"{args.docs} documents x {args.tokens} tokens ({int(lengths.sum())} rows) x {ragged.d} float32, "
           f"{args.rounds} interleaved rounds; load average {os.getloadavg()}")
     print("| decoder | bytes | bytes vs TEI JSON | best ms | median ms | median speed-up vs json.loads |")
@@ -71,6 +84,8 @@ def main() -> None:
     for name, ts in times.items():
         print(f"| {name} | {sizes[name]} | {sizes[name] / len(tei):.3f} | {min(ts) * 1e3:.2f} | "
               f"{statistics.median(ts) * 1e3:.2f} | {base / statistics.median(ts):.1f}x |")
+    print(f"float16: largest absolute error against the float32 states {error:.2e} "
+          f"(largest state {float(np.max(np.abs(rows))):.2f})")
     print(json.dumps(machine_info(), indent=1))
 
 
