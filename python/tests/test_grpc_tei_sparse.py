@@ -2,9 +2,12 @@
 (conftest.py) against `densewire serve --grpc-port`: the sparse vectors of the hash model bit for bit those
 of TEI's HTTP POST /embed_sparse on the same server, the per-token states of the built-in MiniLM bit for bit
 those of POST /embed_all; streams in order; a model without the output asked for FAILED_PRECONDITION (as
-TEI's router answers it); truncation; --max-token-output-bytes RESOURCE_EXHAUSTED; --api-key."""
+TEI's router answers it); truncation; --max-token-output-bytes RESOURCE_EXHAUSTED;
+--api-key; admission full RESOURCE_EXHAUSTED with grpc-retry-pushback-ms."""
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import httpx
@@ -12,7 +15,7 @@ import numpy as np
 import pytest
 
 import densewire
-from server_support import ServerProcess, free_port
+from server_support import GatedUpstream, ServerProcess, free_port, wait_until
 
 TEXTS = ["The quick brown fox", "jumps over the lazy dog dog", "naïve café"]
 SPARSE_LIMIT = 4096  # --max-token-output-bytes of the hash server: 511 non-zeros of 8 bytes, with the offsets
@@ -180,6 +183,10 @@ def test_embed_all_truncation_and_bound(tei, minilm) -> None:
      "model: the model hash-384 (HashBackend) gives no per-token output"),
     ("hashed", "EmbedStub", "EmbedAllStream", lambda pb: iter([pb.EmbedAllRequest(inputs="a")]),
      "FAILED_PRECONDITION", "gives no per-token output"),
+    ("hashed", "EmbedStub", "EmbedAll", lambda pb: pb.EmbedAllRequest(inputs=""), "FAILED_PRECONDITION",
+     "gives no per-token output"),  # the model first, as TEI's router
+    ("minilm", "EmbedStub", "EmbedSparse", lambda pb: pb.EmbedSparseRequest(inputs=""), "FAILED_PRECONDITION",
+     "Model is not an embedding model with SPLADE pooling"),
     ("hashed", "EmbedStub", "EmbedSparse", lambda pb: pb.EmbedSparseRequest(inputs=""), "INVALID_ARGUMENT",
      "inputs: `inputs` cannot be empty"),
     ("hashed", "EmbedStub", "EmbedSparse", lambda pb: pb.EmbedSparseRequest(inputs="a", prompt_name="query"),
@@ -199,3 +206,30 @@ def test_errors(tei, request, target, stub, method, make, code, message) -> None
             list(out)
     assert info.value.code().name == code, info.value.details()
     assert message in (info.value.details() or "")
+
+
+def test_admission_full_is_resource_exhausted_with_pushback(tei) -> None:
+    """One slot (--max-concurrent-requests 1), held by an HTTP call at a model that answers when the test
+    says (server_support.GatedUpstream: the fault injected): EmbedSparse, EmbedAll and their streams are
+    turned away by the same admission, before the model is asked anything."""
+    pb, stubs = tei
+    with GatedUpstream() as upstream, ThreadPoolExecutor(1) as pool, \
+            _serve(*upstream.server_args(), "--max-concurrent-requests", "1",
+                   "--max-batch-wait-ms", "0") as server, grpc.insecure_channel(server.grpc) as channel:
+        held = pool.submit(httpx.post, server.url + "/v1/embeddings", json={"input": ["held"]}, timeout=60)
+        wait_until(lambda: "held" in upstream.received, "the first call at the model")
+        embed = stubs.EmbedStub(channel)
+        for call in (lambda: embed.EmbedSparse(pb.EmbedSparseRequest(inputs="a"), timeout=30),
+                     lambda: embed.EmbedAll(pb.EmbedAllRequest(inputs="a"), timeout=30),
+                     lambda: list(embed.EmbedSparseStream(iter([pb.EmbedSparseRequest(inputs="a")]), timeout=30)),
+                     lambda: list(embed.EmbedAllStream(iter([pb.EmbedAllRequest(inputs="a")]), timeout=30))):
+            with pytest.raises(grpc.RpcError) as info:
+                call()
+            assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, info.value.details()
+            assert "--max-concurrent-requests" in info.value.details()
+            assert int(dict(info.value.trailing_metadata())["grpc-retry-pushback-ms"]) >= 1000
+        upstream.gate.set()
+        assert held.result().status_code == 200
+        with pytest.raises(grpc.RpcError) as info:  # the slot given back: the model's own answer
+            embed.EmbedSparse(pb.EmbedSparseRequest(inputs="a"), timeout=30)
+        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION

@@ -114,16 +114,18 @@ async def _embed_all_one(call: Call, msg: pb.EmbedAllRequest) -> pb.EmbedAllResp
     """One EmbedAllRequest, as POST /embed_all reads one text: the model's output of each of its tokens (a
     model without per-token output, as TEI's SPLADE models, is FAILED_PRECONDITION)."""
     t0 = time.perf_counter_ns()
+    states = call.service.embed_token_states
+    try:  # no texts: the model's check alone (TEI's comes before it reads the text)
+        await states([], truncate=False)
+    except InvalidFieldError as err:
+        raise with_grpc_code(err, grpc.StatusCode.FAILED_PRECONDITION) from None
     _checked(msg)
     if msg.truncation_direction == pb.TRUNCATION_DIRECTION_LEFT:
         raise InvalidFieldError("only TRUNCATION_DIRECTION_RIGHT is served for per-token output",
                                 field="truncation_direction")
     try:
-        ragged, counts, cut = await call.service.embed_token_states([msg.inputs],
-                                                                    truncate=msg.truncate or call.st.cfg.auto_truncate)
+        ragged, counts, cut = await states([msg.inputs], truncate=msg.truncate or call.st.cfg.auto_truncate)
     except (InvalidFieldError, PayloadTooLargeError) as err:
-        if err.field == "model":
-            raise with_grpc_code(err, grpc.StatusCode.FAILED_PRECONDITION) from None
         raise _on_inputs(err) from None
     call.truncated = cut
     meta = pb.Metadata(compute_chars=len(msg.inputs), compute_tokens=sum(counts),
