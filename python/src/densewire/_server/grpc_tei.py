@@ -41,15 +41,20 @@ def _info(st: Any) -> pb.InfoResponse:
                            max_client_batch_size=cfg.max_client_batch_size, tokenization_workers=1)
 
 
-async def _embed_one(call: Call, msg: pb.EmbedRequest) -> pb.EmbedResponse:
-    """One EmbedRequest, as POST /embed reads one text."""
-    t0 = time.perf_counter_ns()
-    cfg, service_ = call.st.cfg, call.service
+def _checked(msg: Any) -> None:
+    """What Embed, EmbedSparse and EmbedAll check of their request before the model runs (as TEI's tokenization)."""
     if not msg.inputs:
         raise _with_status(InvalidFieldError("`inputs` cannot be empty", field="inputs"), 400, "Empty")
     if msg.HasField("prompt_name"):
         raise InvalidFieldError(f"prompt_name {msg.prompt_name!r} is not a prompt of the model (it defines none)",
                                 field="prompt_name")
+
+
+async def _embed_one(call: Call, msg: pb.EmbedRequest) -> pb.EmbedResponse:
+    """One EmbedRequest, as POST /embed reads one text."""
+    t0 = time.perf_counter_ns()
+    cfg, service_ = call.st.cfg, call.service
+    _checked(msg)
     dims = None
     if msg.HasField("dimensions"):
         dims = msg.dimensions
@@ -67,15 +72,6 @@ async def _embed_one(call: Call, msg: pb.EmbedRequest) -> pb.EmbedResponse:
     meta = pb.Metadata(compute_chars=len(msg.inputs), compute_tokens=tokens,
                        total_time_ns=time.perf_counter_ns() - t0)
     return pb.EmbedResponse(embeddings=vectors[0], metadata=meta)
-
-
-def _checked(msg: Any) -> None:
-    """What EmbedSparse and EmbedAll check of their request before the model runs (as TEI's tokenization)."""
-    if not msg.inputs:
-        raise _with_status(InvalidFieldError("`inputs` cannot be empty", field="inputs"), 400, "Empty")
-    if msg.HasField("prompt_name"):
-        raise InvalidFieldError(f"prompt_name {msg.prompt_name!r} is not a prompt of the model (it defines none)",
-                                field="prompt_name")
 
 
 def _on_inputs(err: DensewireError) -> DensewireError:
