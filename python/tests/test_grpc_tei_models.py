@@ -1,8 +1,8 @@
 """grpc_tei.py's EmbedSparse and EmbedAll on the checkpoints they exist for, with TEI's client (conftest.py):
 a tiny SPLADE ``BertForMaskedLM`` served with ``--pooling splade`` (tiny_splade.py) answers EmbedSparse
 bit for bit as TEI's HTTP POST /embed_sparse on the same server, and a tiny PyLate ColBERT checkpoint
-(colbert_checkpoints.py) answers EmbedAll with its document vectors, bit for bit those of POST /embed_all (cut at its document
-length with truncate)."""
+(colbert_checkpoints.py) answers EmbedAll with its document vectors, bit for bit those of POST /embed_all
+(cut at its document length with truncate)."""
 
 from __future__ import annotations
 

@@ -36,8 +36,8 @@ from densewire import DensewireError, MalformedError, PayloadTooLargeError, Rate
 from .logs import log
 from .pipeline import Call, Failure, Incoming, record, run_pipeline
 
-__all__ = ["grpc_code", "with_grpc_code", "error_text", "incoming_of", "run_grpc", "abort", "unary", "stream", "ordered",
-           "service", "STREAM_WINDOW"]
+__all__ = ["grpc_code", "with_grpc_code", "error_text", "incoming_of", "run_grpc", "abort", "unary", "stream",
+           "ordered", "service", "STREAM_WINDOW"]
 
 T = TypeVar("T")
 

@@ -94,8 +94,8 @@ async def _embed_sparse_one(call: Call, msg: pb.EmbedSparseRequest) -> pb.EmbedS
     _checked(msg)
     side = "left" if msg.truncation_direction == pb.TRUNCATION_DIRECTION_LEFT else "right"
     try:
-        sparse, counts, cut = await embed_sparse(service_, [msg.inputs], truncate=msg.truncate or call.st.cfg.auto_truncate,
-                                                 side=side)
+        sparse, counts, cut = await embed_sparse(service_, [msg.inputs], side=side,
+                                                 truncate=msg.truncate or call.st.cfg.auto_truncate)
     except (InvalidFieldError, PayloadTooLargeError) as err:
         raise _on_inputs(err) from None
     call.truncated = cut
