@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from pathlib import Path
 
@@ -17,6 +18,24 @@ def tensor_pb2(tmp_path_factory):
     status = protoc.main(["protoc", f"-I{REPO / 'proto'}", f"--python_out={out}", str(REPO / "proto/densewire/v1/tensor.proto")])
     assert status == 0, "protoc failed on proto/densewire/v1/tensor.proto"
     return _load(out)
+
+
+@pytest.fixture(scope="session")
+def tei(tmp_path_factory):
+    """TEI's client: tei_pb2 and tei_pb2_grpc generated now by grpcio-tools from proto/tei/v1/tei.proto, as a
+    TEI user builds one (test_grpc_tei*.py)."""
+    import sys
+
+    from grpc_tools import protoc
+
+    out = tmp_path_factory.mktemp("tei_client")
+    assert protoc.main(["protoc", f"-I{REPO / 'proto'}", f"--python_out={out}", f"--grpc_python_out={out}",
+                        str(REPO / "proto/tei/v1/tei.proto")]) == 0, "protoc failed on proto/tei/v1/tei.proto"
+    sys.path.insert(0, str(out))
+    try:
+        yield importlib.import_module("tei.v1.tei_pb2"), importlib.import_module("tei.v1.tei_pb2_grpc")
+    finally:
+        sys.path.remove(str(out))
 
 
 def _load(out: Path):

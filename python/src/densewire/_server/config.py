@@ -205,7 +205,8 @@ SETTINGS: tuple[Setting, ...] = (
             "(default 16M)", "BYTES"),
     Setting("max_token_output_bytes", _size, "largest per-token answer (POST /embed_all, /pooling): its "
             "tokens x hidden size x 4 bytes, checked before the model runs, and sparse answer (POST "
-            "/embed_sparse): 8 bytes per non-zero; over it the request is a 413 naming the limit (default 64M: 1,000 texts x 512 tokens x 384 floats is 750 MB)", "BYTES"),
+            "/embed_sparse): 8 bytes per non-zero; over it the request is a 413 naming the limit (gRPC "
+            "EmbedAll/EmbedSparse: RESOURCE_EXHAUSTED) (default 64M: 1,000 texts x 512 tokens x 384 floats is 750 MB)", "BYTES"),
     Setting("max_concurrent_requests", int, "most embeddings requests being processed or waiting for the "
             "model at once; one more is answered at once with 429 and Retry-After (default 128, so that a burst "
             "of short requests is admitted; at the 9.6 answers/s measured on a loaded 2-core machine "

@@ -36,8 +36,8 @@ from densewire import DensewireError, MalformedError, PayloadTooLargeError, Rate
 from .logs import log
 from .pipeline import Call, Failure, Incoming, record, run_pipeline
 
-__all__ = ["grpc_code", "error_text", "incoming_of", "run_grpc", "abort", "unary", "stream", "ordered",
-           "service", "STREAM_WINDOW"]
+__all__ = ["grpc_code", "with_grpc_code", "error_text", "incoming_of", "run_grpc", "abort", "unary", "stream",
+           "ordered", "service", "STREAM_WINDOW"]
 
 T = TypeVar("T")
 
@@ -56,7 +56,15 @@ STREAM_WINDOW = 16
 
 
 def grpc_code(err: DensewireError) -> grpc.StatusCode:
-    return _CODES.get(err.category, grpc.StatusCode.INVALID_ARGUMENT)
+    """The error's status code: one a dialect gave it (``with_grpc_code``, as TEI's FAILED_PRECONDITION for
+    a model without the output asked for), else its category's."""
+    return getattr(err, "grpc_code", None) or _CODES.get(err.category, grpc.StatusCode.INVALID_ARGUMENT)
+
+
+def with_grpc_code(err: DensewireError, code: grpc.StatusCode) -> DensewireError:
+    """Give an error the status code of the gRPC API whose dialect it answers (as dialects._with_status)."""
+    err.grpc_code = code  # type: ignore[attr-defined]
+    return err
 
 
 def error_text(err: DensewireError) -> str:

@@ -2,9 +2,14 @@
 router/src/grpc/server.rs answers: ``Info``; ``Embed.Embed`` and ``Embed.EmbedStream`` (one text a
 message; ``normalize`` unset means true; ``truncate`` or ``--auto-truncate``; ``dimensions``; the answers of
 a stream in its requests' order, its first error ending it); ``Tokenize.Tokenize``/``TokenizeStream`` and
-``Tokenize.Decode``/``DecodeStream``. The TEI HTTP routes' rules are the same functions (dialects.py):
-the same vectors, the same errors (TEI's Validation/Empty are INVALID_ARGUMENT, Overloaded
-RESOURCE_EXHAUSTED, Unhealthy UNAVAILABLE). The other methods of tei.proto answer UNIMPLEMENTED.
+``Tokenize.Decode``/``DecodeStream``; ``Embed.EmbedSparse``/``EmbedSparseStream`` (the non-zero weights of a
+sparse head, ascending indices, as ``POST /embed_sparse``: sparse.embed_sparse) and ``Embed.EmbedAll``/
+``EmbedAllStream`` (one ``TokenEmbedding`` a token, special tokens included, as ``POST /embed_all``:
+Embedder.embed_token_states; a ColBERT model's document vectors). The TEI HTTP routes' rules are the same
+functions (dialects.py): the same vectors, the same errors (TEI's Validation/Empty are INVALID_ARGUMENT,
+Overloaded RESOURCE_EXHAUSTED, Unhealthy UNAVAILABLE, Backend FAILED_PRECONDITION: a model without the
+output asked for; an answer over --max-token-output-bytes RESOURCE_EXHAUSTED). Predict and Rerank answer
+UNIMPLEMENTED (densewire serves no classifier or reranker).
 """
 
 from __future__ import annotations
@@ -14,12 +19,13 @@ from typing import Any, AsyncIterator
 
 import grpc
 
-from densewire import DensewireError, InvalidFieldError, __version__
+from densewire import DensewireError, InvalidFieldError, PayloadTooLargeError, __version__
 
 from .dialects import _length_error, _normalize, _request, _with_status
-from .grpc_call import abort, incoming_of, ordered, run_grpc, service, stream, unary
+from .grpc_call import abort, incoming_of, ordered, run_grpc, service, stream, unary, with_grpc_code
 from .grpcpb import tei_pb2 as pb
 from .pipeline import Call
+from .sparse import embed_sparse, no_sparse, sparse_vocab_size
 
 __all__ = ["handlers"]
 
@@ -35,15 +41,20 @@ def _info(st: Any) -> pb.InfoResponse:
                            max_client_batch_size=cfg.max_client_batch_size, tokenization_workers=1)
 
 
-async def _embed_one(call: Call, msg: pb.EmbedRequest) -> pb.EmbedResponse:
-    """One EmbedRequest, as POST /embed reads one text."""
-    t0 = time.perf_counter_ns()
-    cfg, service_ = call.st.cfg, call.service
+def _checked(msg: Any) -> None:
+    """What Embed, EmbedSparse and EmbedAll check of their request before the model runs (as TEI's tokenization)."""
     if not msg.inputs:
         raise _with_status(InvalidFieldError("`inputs` cannot be empty", field="inputs"), 400, "Empty")
     if msg.HasField("prompt_name"):
         raise InvalidFieldError(f"prompt_name {msg.prompt_name!r} is not a prompt of the model (it defines none)",
                                 field="prompt_name")
+
+
+async def _embed_one(call: Call, msg: pb.EmbedRequest) -> pb.EmbedResponse:
+    """One EmbedRequest, as POST /embed reads one text."""
+    t0 = time.perf_counter_ns()
+    cfg, service_ = call.st.cfg, call.service
+    _checked(msg)
     dims = None
     if msg.HasField("dimensions"):
         dims = msg.dimensions
@@ -61,6 +72,63 @@ async def _embed_one(call: Call, msg: pb.EmbedRequest) -> pb.EmbedResponse:
     meta = pb.Metadata(compute_chars=len(msg.inputs), compute_tokens=tokens,
                        total_time_ns=time.perf_counter_ns() - t0)
     return pb.EmbedResponse(embeddings=vectors[0], metadata=meta)
+
+
+def _on_inputs(err: DensewireError) -> DensewireError:
+    """An error of the pipeline's ``input`` list placed on TEI's field ``inputs`` (one text a message)."""
+    err = _length_error(err, "inputs", _EMBED_HINT, tei=True)
+    if err.field == "input":  # over --max-token-output-bytes
+        err.field = "inputs"
+    return err
+
+
+async def _embed_sparse_one(call: Call, msg: pb.EmbedSparseRequest) -> pb.EmbedSparseResponse:
+    """One EmbedSparseRequest, as POST /embed_sparse reads one text; TEI answers a model without a sparse
+    head (not SPLADE) FAILED_PRECONDITION, before it reads the text."""
+    t0 = time.perf_counter_ns()
+    service_ = call.service
+    if sparse_vocab_size(service_) is None:
+        err = no_sparse(service_)
+        raise with_grpc_code(InvalidFieldError(f"Model is not an embedding model with SPLADE pooling: {err.message}",
+                                               field="model"), grpc.StatusCode.FAILED_PRECONDITION)
+    _checked(msg)
+    side = "left" if msg.truncation_direction == pb.TRUNCATION_DIRECTION_LEFT else "right"
+    try:
+        sparse, counts, cut = await embed_sparse(service_, [msg.inputs], side=side,
+                                                 truncate=msg.truncate or call.st.cfg.auto_truncate)
+    except (InvalidFieldError, PayloadTooLargeError) as err:
+        raise _on_inputs(err) from None
+    call.truncated = cut
+    values = sparse.values_float32()
+    meta = pb.Metadata(compute_chars=len(msg.inputs), compute_tokens=sum(counts),
+                       total_time_ns=time.perf_counter_ns() - t0)
+    return pb.EmbedSparseResponse(sparse_embeddings=[pb.SparseValue(index=i, value=v) for i, v in
+                                                     zip(sparse.indices.tolist(), values.tolist())], metadata=meta)
+
+
+async def _embed_all_one(call: Call, msg: pb.EmbedAllRequest) -> pb.EmbedAllResponse:
+    """One EmbedAllRequest, as POST /embed_all reads one text: the model's output of each of its tokens (a
+    model without per-token output, as TEI's SPLADE models, is FAILED_PRECONDITION)."""
+    t0 = time.perf_counter_ns()
+    states = call.service.embed_token_states
+    try:  # no texts: the model's check alone (TEI's comes before it reads the text)
+        await states([], truncate=False)
+    except InvalidFieldError as err:
+        raise with_grpc_code(err, grpc.StatusCode.FAILED_PRECONDITION) from None
+    _checked(msg)
+    if msg.truncation_direction == pb.TRUNCATION_DIRECTION_LEFT:
+        raise InvalidFieldError("only TRUNCATION_DIRECTION_RIGHT is served for per-token output",
+                                field="truncation_direction")
+    try:
+        ragged, counts, cut = await states([msg.inputs], truncate=msg.truncate or call.st.cfg.auto_truncate)
+    except (InvalidFieldError, PayloadTooLargeError) as err:
+        raise _on_inputs(err) from None
+    call.truncated = cut
+    meta = pb.Metadata(compute_chars=len(msg.inputs), compute_tokens=sum(counts),
+                       total_time_ns=time.perf_counter_ns() - t0)
+    (matrix,) = ragged
+    return pb.EmbedAllResponse(token_embeddings=[pb.TokenEmbedding(embeddings=row) for row in matrix.tolist()],
+                               metadata=meta)
 
 
 async def _tokenize_one(call: Call, msg: pb.EncodeRequest) -> pb.EncodeResponse:
@@ -118,6 +186,8 @@ def handlers(st: Any) -> list[grpc.GenericRpcHandler]:
             raise
 
     embed, embed_stream = method("Embed/Embed", _embed_one)
+    sparse, sparse_stream = method("Embed/EmbedSparse", _embed_sparse_one)
+    every, every_stream = method("Embed/EmbedAll", _embed_all_one)
     tokenize, tokenize_stream = method("Tokenize/Tokenize", _tokenize_one)
     decode, decode_stream = method("Tokenize/Decode", _decode_one)
     return [
@@ -125,6 +195,10 @@ def handlers(st: Any) -> list[grpc.GenericRpcHandler]:
         service("tei.v1.Embed", [
             ("Embed", unary(st, embed, pb.EmbedRequest, pb.EmbedResponse)),
             ("EmbedStream", stream(st, embed_stream, pb.EmbedRequest, pb.EmbedResponse)),
+            ("EmbedSparse", unary(st, sparse, pb.EmbedSparseRequest, pb.EmbedSparseResponse)),
+            ("EmbedSparseStream", stream(st, sparse_stream, pb.EmbedSparseRequest, pb.EmbedSparseResponse)),
+            ("EmbedAll", unary(st, every, pb.EmbedAllRequest, pb.EmbedAllResponse)),
+            ("EmbedAllStream", stream(st, every_stream, pb.EmbedAllRequest, pb.EmbedAllResponse)),
         ]),
         service("tei.v1.Tokenize", [
             ("Tokenize", unary(st, tokenize, pb.EncodeRequest, pb.EncodeResponse)),
