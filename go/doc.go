@@ -37,7 +37,8 @@
 //     sparse tensors ([SparseTensor]: ascending uint32 indices and values per input) in every format
 //     (SPEC.md section 20): [DecodeRaggedRaw], [DecodeRaggedJSON], [DecodeRaggedMsgpack],
 //     [DecodeRaggedProtobuf], the Sparse ones, their encoders, and arrowipc.DecodeRagged /
-//     DecodeSparse; [Client.EmbedTokens] asks POST /embed_all for per-token embeddings
+//     DecodeSparse; [Client.EmbedTokens] asks POST /embed_all for per-token embeddings and
+//     [Client.EmbedSparse] POST /embed_sparse for sparse (SPLADE) vectors
 //   - KServe v2 (Open Inference Protocol) responses, JSON tensors and the binary tensor extension:
 //     [DecodeKServe] into a [KServeResponse] whose outputs' tensors alias the body
 //     ([KServeResponse.Embeddings], [KServeDType])

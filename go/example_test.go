@@ -365,3 +365,24 @@ func ExampleRaggedTensor() {
 	// Output:
 	// 2,2 [0 2 3] [5 6]
 }
+
+// EmbedSparse against a server answering TEI's /embed_sparse with densewire's sparse raw body.
+func ExampleClient_EmbedSparse() {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t, _ := densewire.NewSparseTensor(densewire.Float32, 30522, []uint32{0, 2}, []uint32{2088, 7592},
+			densewire.Float32Bytes([]float32{1.25, 0.5}))
+		body := densewire.EncodeSparseRaw(w.Header(), t, nil)
+		w.Header().Set("Content-Type", densewire.MediaRaw)
+		_, _ = w.Write(body)
+	}))
+	defer server.Close()
+	client := &densewire.Client{BaseURL: server.URL}
+	s, _, err := client.EmbedSparse(context.Background(), &densewire.SparseRequest{Inputs: []string{"hello world"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	indices, values := s.Vector(0)
+	weights, _ := densewire.ViewFloat32(values)
+	fmt.Println(s.N, s.V, indices, weights)
+	// Output: 1 30522 [2088 7592] [1.25 0.5]
+}

@@ -24,3 +24,5 @@ fi
 ruby --version
 
 ruby -W:no-experimental -Ilib -Itest -e 'Dir["test/*_test.rb"].sort.each { |f| require File.expand_path(f) }' -- "$@"
+# the per-token/sparse decode bench: every body it times decodes to TEI's JSON, bit for bit (a small batch)
+ruby ../bench/ruby/tokens.rb --check

@@ -33,6 +33,8 @@ npx tsc -p tsconfig.json
 npx tsc -p tsconfig.test.json
 npx tsc -p demo/tsconfig.json
 npx tsc -p ../bench/tables/tsconfig.json
+# the per-token/sparse decode bench: every body it times decodes to TEI's JSON, bit for bit (a small batch)
+node ../bench/typescript/tokens.mjs --check
 
 # The /demo bundle served by densewire serve is a committed build output: rebuild it and fail if the
 # committed files differ (run `npm run build:demo` in typescript/ and commit the result).

@@ -31,6 +31,7 @@ import (
 func init() {
 	densewire.RegisterArrow(Encode, Decode)
 	densewire.RegisterArrowRagged(DecodeRagged)
+	densewire.RegisterArrowSparse(DecodeSparse)
 }
 
 // Metadata keys of SPEC.md section 10.

@@ -190,3 +190,49 @@ async fn embed_tokens_against_densewire_serve() {
     let r = reference.unwrap();
     eprintln!("live model server {url}: token embeddings {:?} x {} agreed in every format", r.offsets(), r.dims());
 }
+
+/// Sparse vectors (TEI's `POST /embed_sparse`, SPEC.md 20) from the hash-model server of
+/// `DENSEWIRE_SERVER_URL`: every binary format gives the same sparse tensor bit for bit, TEI's JSON
+/// the same indices and values (its vocabulary one past the largest index); a text over the model's
+/// limit with `truncate: false` is the server's 413. Without the variable this test says so (and
+/// fails when CI=true).
+#[tokio::test]
+async fn embed_sparse_against_densewire_serve() {
+    let Ok(url) = std::env::var("DENSEWIRE_SERVER_URL") else {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "DENSEWIRE_SERVER_URL is not set, and CI=true");
+        eprintln!("DENSEWIRE_SERVER_URL is not set: no live server to ask for sparse vectors");
+        return;
+    };
+    let texts = ["a cat sits on the mat", "hi", "the quick brown fox jumps over the lazy dog"];
+    let client = |format| Client::builder(&url).format(format).build().unwrap();
+    let tei = client(Format::Json).embed_sparse(&texts, None).await.unwrap().tensor;
+    assert_eq!((tei.len(), tei.dtype()), (3, DType::Float32));
+    assert!((0..3).all(|i| !tei.range(i).is_empty()), "every text has non-zero weights");
+    let mut reference: Option<densewire::SparseTensor> = None;
+    for format in [Format::Raw, Format::Msgpack, Format::Protobuf, Format::Arrow] {
+        let t = client(format).embed_sparse(&texts, None).await.unwrap_or_else(|e| panic!("{format}: {e}")).tensor;
+        assert_eq!(t.offsets(), tei.offsets(), "{format}: TEI's JSON offsets");
+        assert_eq!(t.indices(), tei.indices(), "{format}: TEI's JSON indices");
+        assert_eq!(
+            t.values().to_f32_vec().unwrap(),
+            tei.values().to_f32_vec().unwrap(),
+            "{format}: TEI's JSON values, exactly"
+        );
+        assert!(t.vocabulary_size() >= tei.vocabulary_size(), "{format}: the vocabulary holds TEI's largest index");
+        match &reference {
+            None => reference = Some(t),
+            Some(r) => assert_eq!(&t, r, "{format} differs from raw"),
+        }
+    }
+    // the hash:D rule (python/src/densewire/_backends/hash.py): blake2b of each word, index x % 30522,
+    // weight ((x >> 40) + 1) / 2^24, the largest per index
+    let hello = client(Format::Raw).embed_sparse(&["hello world hello"], None).await.unwrap().tensor;
+    assert_eq!((hello.vocabulary_size(), &*hello.indices()), (30522, &[26240u32, 26746][..]));
+    assert_eq!(hello.values().to_f32_vec().unwrap(), vec![0.827504f32, 0.3063963]);
+    let long = "word ".repeat(9000);
+    let e = client(Format::Raw).embed_sparse(&[long.as_str()], Some(false)).await.unwrap_err();
+    assert_eq!(e.http_status(), 413, "{e}");
+    assert!(e.message().contains("tokens"), "{e}");
+    let cut = client(Format::Raw).embed_sparse(&[long.as_str(), "short"], Some(true)).await.unwrap();
+    assert_eq!(cut.tensor.len(), 2);
+}

@@ -13,10 +13,10 @@ import { decodeMsgpack } from "./msgpack.js";
 import { decodeProtobuf } from "./protobuf.js";
 import { type Quantization, dequantize, parseQuantization } from "./quantization.js";
 import { decodeRaw } from "./raw.js";
-import { type RaggedTensor, decodeRaggedRaw } from "./ragged.js";
-import { decodeRaggedArrow } from "./ragged-arrow.js";
-import { decodeRaggedMsgpack } from "./ragged-msgpack.js";
-import { decodeRaggedProtobuf } from "./ragged-protobuf.js";
+import { type RaggedTensor, type SparseTensor, decodeRaggedRaw, decodeSparseRaw, makeSparse } from "./ragged.js";
+import { decodeRaggedArrow, decodeSparseArrow } from "./ragged-arrow.js";
+import { decodeRaggedMsgpack, decodeSparseMsgpack } from "./ragged-msgpack.js";
+import { decodeRaggedProtobuf, decodeSparseProtobuf } from "./ragged-protobuf.js";
 import { type RetryOptions, fetchWithRetry, parseRetryAfter, retryPolicy } from "./retry.js";
 
 /** The body formats of SPEC.md section 12. */
@@ -186,6 +186,60 @@ function teiTokens(body: Uint8Array): RaggedTensor {
 }
 
 /**
+ * Decodes a sparse response of `POST /embed_sparse` by its `Content-Type`: densewire's sparse tensor in
+ * any of its formats (SPEC.md 20), or TEI's JSON (`[[{"index", "value"}]]`, one array per input), which
+ * does not say the vocabulary size: `vocabSize`, else one past the largest index. A non-2xx response
+ * becomes a {@link DensewireHTTPError}.
+ */
+export async function decodeSparseResponse(response: Response, attempts = 0, vocabSize?: number): Promise<SparseTensor> {
+  const { format, body } = await readResponse(response, attempts);
+  switch (format) {
+    case "json":
+      return teiSparse(body, vocabSize);
+    case "raw":
+      return decodeSparseRaw(body, response.headers);
+    case "msgpack":
+      return decodeSparseMsgpack(body);
+    case "protobuf":
+      return decodeSparseProtobuf(body, { message: "SparseEmbeddingsResponse" });
+    case "arrow":
+      return decodeSparseArrow(body);
+  }
+}
+
+/** TEI's `/embed_sparse` JSON: per input an array of `{index, value}`, into one indices and one values array. */
+function teiSparse(body: Uint8Array, vocabSize: number | undefined): SparseTensor {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
+  } catch (e) {
+    throw new DensewireError("malformed", `not valid JSON: ${(e as Error).message}`, {}, { cause: e });
+  }
+  if (!Array.isArray(doc) || !doc.every(Array.isArray)) throw new DensewireError("invalid_field", "must be an array of arrays of {index, value}", { field: "$" });
+  const vectors = doc as unknown[][];
+  const offsets = new Uint32Array(vectors.length + 1);
+  vectors.forEach((v, i) => (offsets[i + 1] = offsets[i]! + v.length));
+  const indices = new Uint32Array(offsets[vectors.length]!);
+  const values = new Float32Array(indices.length);
+  let at = 0;
+  let top = -1;
+  vectors.forEach((v, i) =>
+    v.forEach((entry, j) => {
+      const e = entry as { index?: unknown; value?: unknown } | null;
+      const index = e?.index;
+      if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= 2 ** 32) {
+        throw new DensewireError("invalid_field", "must be an integer from 0 to 2^32 - 1", { field: `[${i}][${j}].index` });
+      }
+      if (typeof e?.value !== "number") throw new DensewireError("invalid_field", "must be a number", { field: `[${i}][${j}].value` });
+      indices[at] = index as number;
+      values[at++] = e.value;
+      top = Math.max(top, index as number);
+    }),
+  );
+  return makeSparse("float32", vocabSize ?? Math.max(top + 1, 1), offsets, indices, values);
+}
+
+/**
  * Options of {@link DensewireClient}. `maxRetries` (default 2), `backoffBaseMs` (500) and
  * `backoffMaxMs` (8000) say how a 429, a 503 or a failed connection is retried (see {@link RetryOptions}).
  */
@@ -224,6 +278,18 @@ export interface EmbedOptions {
    * result is then float32, 4x the bytes in memory but 1/4 on the wire.
    */
   dequantize?: boolean;
+}
+
+/** Options of {@link DensewireClient.embedSparse}: those of embedTokens, TEI's request fields, and TEI JSON's vocabulary size. */
+export interface SparseOptions extends Pick<EmbedOptions, "truncate" | "signal" | "formats" | "maxRetries"> {
+  /** TEI's `truncation_direction`: which end a cut text loses (`"Right"` by default). */
+  truncationDirection?: "Left" | "Right";
+  /** TEI's `prompt_name`: a prompt of the model's configuration put before each text. */
+  promptName?: string;
+  /** densewire serve's `max_active_dims`: keep each vector's `k` largest weights only. */
+  maxActiveDims?: number;
+  /** The vocabulary size of a TEI JSON answer (which has none); one past the largest index when omitted. */
+  vocabSize?: number;
 }
 
 /** Options of {@link DensewireClient.embedMany}. */
@@ -327,6 +393,38 @@ export class DensewireClient {
     const result = await decodeTokensResponse(response, attempts);
     if (result.shape[0] !== texts.length) {
       throw new DensewireError("shape_mismatch", `the server returned ${result.shape[0]} matrices for ${texts.length} inputs`, { field: "data" });
+    }
+    return result;
+  }
+
+  /**
+   * Sparse (SPLADE) vectors (TEI's `POST /embed_sparse` on the server's root, beside `/v1`): per text
+   * its non-zero vocabulary weights, as a {@link SparseTensor} whose indices and values are one array
+   * each (`sparseVector(t, i)` is text `i`'s, views). Asked for in the client's formats (densewire's
+   * sparse raw body first by default); TEI's JSON is read too, with `vocabSize` as its vocabulary size
+   * (TEI sends none; one past the largest index when omitted). `truncate` cuts texts longer than the
+   * model's maximum (the server's `--auto-truncate` when omitted); `truncationDirection` and
+   * `promptName` are TEI's, `maxActiveDims` densewire serve's top-k pruning. Retried as {@link embed}.
+   */
+  async embedSparse(input: string | readonly string[], options: SparseOptions = {}): Promise<SparseTensor> {
+    const texts = typeof input === "string" ? [input] : [...input];
+    if (texts.length === 0) throw new TypeError("embedSparse: input must hold at least one text");
+    const request: Record<string, unknown> = { inputs: texts };
+    if (options.truncate !== undefined) request["truncate"] = options.truncate;
+    if (options.truncationDirection !== undefined) request["truncation_direction"] = options.truncationDirection;
+    if (options.promptName !== undefined) request["prompt_name"] = options.promptName;
+    if (options.maxActiveDims !== undefined) request["max_active_dims"] = options.maxActiveDims;
+    const init: RequestInit = {
+      method: "POST",
+      headers: this.#requestHeaders({ "Content-Type": "application/json", Accept: acceptHeader(options.formats ?? this.formats) }),
+      body: JSON.stringify(request),
+    };
+    if (options.signal !== undefined) init.signal = options.signal;
+    const root = this.baseURL.replace(/\/v1$/, "");
+    const { response, attempts } = await fetchWithRetry(this.#fetch, `${root}/embed_sparse`, init, this.#policy(options.maxRetries));
+    const result = await decodeSparseResponse(response, attempts, options.vocabSize);
+    if (result.shape[0] !== texts.length) {
+      throw new DensewireError("shape_mismatch", `the server returned ${result.shape[0]} vectors for ${texts.length} inputs`, { field: "data" });
     }
     return result;
   }

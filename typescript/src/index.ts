@@ -124,6 +124,7 @@ export {
   type ClientOptions,
   type EmbedManyOptions,
   type EmbedOptions,
+  type SparseOptions,
   type Format,
   DEFAULT_FORMATS,
   DensewireClient,
@@ -131,6 +132,7 @@ export {
   acceptHeader,
   concatRows,
   decodeResponse,
+  decodeSparseResponse,
   decodeTokensResponse,
   formatOfContentType,
 } from "./client.js";

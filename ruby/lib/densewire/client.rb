@@ -126,6 +126,34 @@ module Densewire
       t
     end
 
+    # Sparse (SPLADE) vectors (TEI's POST /embed_sparse, which densewire serve answers beside /v1): per
+    # text its non-zero vocabulary weights, as a Densewire::SparseTensor whose indices (Integers) and
+    # values (one float32 String) hold every text's, split by +offsets+ (+vector(i)+). Asked for in the
+    # client's formats (densewire's sparse raw body first); TEI's own JSON ([[{"index", "value"}]]) is
+    # read too, with +vocab_size+ as its vocabulary size (TEI sends none; one past the largest index when
+    # nil). +truncate+ cuts texts longer than the model's maximum (the server's --auto-truncate when nil);
+    # +truncation_direction+ ("Left" or "Right") and +prompt_name+ are TEI's; +max_active_dims+ keeps each
+    # vector's k largest weights (densewire serve).
+    def embed_sparse(input, truncate: nil, truncation_direction: nil, prompt_name: nil, max_active_dims: nil, vocab_size: nil,
+                     max_retries: nil)
+      texts = input.is_a?(String) ? [input] : input.to_a
+      raise ArgumentError, "embed_sparse needs at least one text" if texts.empty?
+
+      body = { "inputs" => texts }
+      body["truncate"] = truncate unless truncate.nil?
+      body["truncation_direction"] = truncation_direction if truncation_direction
+      body["prompt_name"] = prompt_name if prompt_name
+      body["max_active_dims"] = max_active_dims if max_active_dims
+      response, attempts = send_post("#{@prefix.delete_suffix("/v1")}/embed_sparse", JSON.generate(body), max_retries)
+      status = response.code.to_i
+      raise http_error(response, status, attempts) unless status.between?(200, 299)
+
+      t = decode_sparse(response, vocab_size)
+      raise ShapeMismatchError.new("the server returned #{t.shape[0]} vectors for #{texts.size} inputs", field: "data") unless t.shape[0] == texts.size
+
+      t
+    end
+
     # The quantization ranges a server publishes at GET /v1/quantization/ID, as a Densewire::Quantization
     # checked against its id. The object is immutable: it is fetched once per id and kept for the
     # client's lifetime (a failed fetch is not kept).
@@ -237,6 +265,38 @@ module Densewire
         m.each_with_index.map { |row, r| JSONEnvelope.number_row(row.is_a?(Array) ? row : [row], "float32", d, "[#{i}][#{r}]") }.join
       end
       RaggedTensor.new(rows.join.b, dtype: "float32", d: d, offsets: doc.each_with_object([0]) { |m, o| o << (o[-1] + m.size) })
+    end
+
+    def decode_sparse(response, vocab_size)
+      body = Media.inflate(response.body.to_s, response["Content-Encoding"])
+      case Media.format_of(response["Content-Type"])
+      when :json then tei_sparse(body, vocab_size)
+      when :raw then Kinds.decode_raw(body, response, kind: "sparse")
+      when :msgpack then Kinds.decode_msgpack(body, kind: "sparse")
+      when :protobuf then Kinds.decode_protobuf(body, kind: "sparse", message: "SparseEmbeddingsResponse")
+      when :arrow then Kinds.decode_arrow(body, kind: "sparse")
+      else raise UnsupportedMediaTypeError.new("unexpected Content-Type #{response["Content-Type"].inspect}", field: "Content-Type")
+      end
+    end
+
+    # TEI's /embed_sparse JSON: per input an array of {"index", "value"}.
+    def tei_sparse(body, vocab_size)
+      doc = JSONEnvelope.parse(body)
+      raise InvalidFieldError.new("must be an array of arrays of {index, value}", field: "$") unless doc.is_a?(Array) && doc.all?(Array)
+
+      indices = []
+      values = []
+      doc.each_with_index do |v, i|
+        v.each_with_index do |e, j|
+          index = e.is_a?(Hash) && e["index"]
+          raise InvalidFieldError.new("must be an integer from 0 to 2^32 - 1", field: "[#{i}][#{j}].index") unless index.is_a?(Integer) && index.between?(0, 2**32 - 1)
+
+          indices << index
+          values << (e["value"].is_a?(Numeric) ? e["value"] : raise(InvalidFieldError.new("must be a number", field: "[#{i}][#{j}].value")))
+        end
+      end
+      SparseTensor.new(values.pack("e*"), dtype: "float32", vocabulary: vocab_size || [(indices.max || -1) + 1, 1].max,
+                                          offsets: doc.each_with_object([0]) { |v, o| o << (o[-1] + v.size) }, indices: indices)
     end
 
     # A JSON POST with the client's headers and retries: [response, attempts].

@@ -42,6 +42,11 @@ final class ArrowSupport {
         return dev.densewire.arrow.RaggedArrow.decodeRagged(body);
     }
 
+    static dev.densewire.SparseEmbeddings decodeSparse(byte[] body) {
+        require();
+        return dev.densewire.arrow.RaggedArrow.decodeSparse(body);
+    }
+
     static Table decodeTable(byte[] body) {
         require();
         return dev.densewire.arrow.ArrowTables.decode(body);

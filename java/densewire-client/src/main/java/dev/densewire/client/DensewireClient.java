@@ -11,6 +11,8 @@ import dev.densewire.ProtobufCodec;
 import dev.densewire.Quantization;
 import dev.densewire.RaggedEmbeddings;
 import dev.densewire.RawCodec;
+import dev.densewire.SparseEmbeddings;
+import dev.densewire.SparseTensor;
 import dev.densewire.Tensor;
 import dev.densewire.jackson.ApiError;
 import dev.densewire.jackson.DensewireJson;
@@ -172,16 +174,33 @@ public final class DensewireClient {
     }
 
     public CompletableFuture<RaggedEmbeddings> embedTokensAsync(List<String> texts, Boolean truncate) {
-        HttpRequest.Builder hb = HttpRequest.newBuilder(URI.create(base + "embed_all"))
-                .timeout(timeout)
-                .header("Content-Type", "application/json")
-                .header("Accept", accept)
-                .POST(HttpRequest.BodyPublishers.ofByteArray(TokenBodies.request(texts, truncate)));
+        return postRoot("embed_all", TokenBodies.request(texts, truncate)).thenApply(a -> TokenBodies.decode(a.response(), a.attempts()));
+    }
+
+    /**
+     * The sparse (SPLADE) vector of each text: TEI's {@code POST /embed_sparse}, per text its non-zero vocabulary
+     * weights as a {@link SparseTensor} whose indices and values are one buffer each, asked for in this client's
+     * formats (densewire's sparse raw body first by default) or read from TEI's own {@code [[{index, value}]]} JSON
+     * (which has no vocabulary size: one past the largest index). {@code truncate} as {@link #embedTokens}.
+     */
+    public SparseEmbeddings embedSparse(List<String> texts, Boolean truncate) {
+        return join(embedSparseAsync(texts, truncate));
+    }
+
+    public CompletableFuture<SparseEmbeddings> embedSparseAsync(List<String> texts, Boolean truncate) {
+        return postRoot("embed_sparse", TokenBodies.request(texts, truncate))
+                .thenApply(a -> TokenBodies.decodeSparse(a.response(), a.attempts(), texts.size()));
+    }
+
+    /** A JSON POST to one of TEI's routes at the server's root, with this client's Accept, key and retries. */
+    private CompletableFuture<Retrier.Answer<byte[]>> postRoot(String route, byte[] json) {
+        HttpRequest.Builder hb = HttpRequest.newBuilder(URI.create(base + route)).timeout(timeout)
+                .header("Content-Type", "application/json").header("Accept", accept)
+                .POST(HttpRequest.BodyPublishers.ofByteArray(json));
         if (apiKey != null) {
             hb.header("Authorization", "Bearer " + apiKey);
         }
-        return retrier.send(hb.build(), HttpResponse.BodyHandlers.ofByteArray())
-                .thenApply(a -> TokenBodies.decode(a.response(), a.attempts()));
+        return retrier.send(hb.build(), HttpResponse.BodyHandlers.ofByteArray());
     }
 
     // ------------------------------------------------------------------ quantized embeddings

@@ -10,6 +10,8 @@ import dev.densewire.RaggedMsgpack;
 import dev.densewire.RaggedProtobuf;
 import dev.densewire.RaggedRaw;
 import dev.densewire.RaggedTensor;
+import dev.densewire.SparseEmbeddings;
+import dev.densewire.SparseTensor;
 import dev.densewire.Tensor;
 import dev.densewire.jackson.DensewireJson;
 import java.io.IOException;
@@ -20,8 +22,9 @@ import java.nio.ByteOrder;
 import java.util.List;
 
 /**
- * Per-token embeddings (TEI's {@code POST /embed_all}, SPEC.md 6.4): the request, and the answer read as densewire's
- * ragged tensor in the negotiated format (section 20) or as TEI's own {@code [[[f32]]]} JSON.
+ * Per-token and sparse output (TEI's {@code POST /embed_all} and {@code POST /embed_sparse}, SPEC.md 6.4): the request,
+ * and the answer read as densewire's ragged or sparse tensor in the negotiated format (section 20) or as TEI's own
+ * JSON ({@code [[[f32]]]}, {@code [[{index, value}]]}).
  */
 final class TokenBodies {
     private TokenBodies() {
@@ -37,7 +40,10 @@ final class TokenBodies {
         return doc.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
     }
 
-    static RaggedEmbeddings decode(HttpResponse<byte[]> response, int attempts) {
+    /** A 2xx answer's body (its Content-Encoding undone) and format; a non-2xx answer is thrown as its API error. */
+    private record Body(byte[] bytes, Format format, HttpHeaders headers) {}
+
+    private static Body body(HttpResponse<byte[]> response, int attempts) {
         HttpHeaders h = response.headers();
         int status = response.statusCode();
         if (status >= 300) {
@@ -49,6 +55,14 @@ final class TokenBodies {
         Format format = Format.fromContentType(contentType).orElseThrow(() -> new DensewireException(
                 Category.UNSUPPORTED_MEDIA_TYPE, "the server answered " + contentType + ", which densewire does not decode",
                 -1, "Content-Type"));
+        return new Body(body, format, h);
+    }
+
+    static RaggedEmbeddings decode(HttpResponse<byte[]> response, int attempts) {
+        Body b = body(response, attempts);
+        byte[] body = b.bytes();
+        HttpHeaders h = b.headers();
+        Format format = b.format();
         switch (format) {
             case RAW:
                 return RaggedRaw.decodeRagged(name -> h.firstValue(name).orElse(null), ByteBuffer.wrap(body));
@@ -63,15 +77,73 @@ final class TokenBodies {
         }
     }
 
+    /** An {@code /embed_sparse} answer: densewire's sparse tensor in any format, or TEI's JSON; {@code n} vectors. */
+    static SparseEmbeddings decodeSparse(HttpResponse<byte[]> response, int attempts, int n) {
+        Body b = body(response, attempts);
+        SparseEmbeddings e = switch (b.format()) {
+            case RAW -> RaggedRaw.decodeSparse(name -> b.headers().firstValue(name).orElse(null), ByteBuffer.wrap(b.bytes()));
+            case MSGPACK -> RaggedMsgpack.decodeSparse(b.bytes());
+            case PROTOBUF -> RaggedProtobuf.decodeSparse(b.bytes(), true);
+            case ARROW -> ArrowSupport.decodeSparse(b.bytes());
+            default -> teiSparseJson(b.bytes());
+        };
+        if (e.tensor().size() != n) {
+            throw new DensewireException(Category.SHAPE_MISMATCH, "the server returned " + e.tensor().size() + " vectors for "
+                    + n + " inputs", -1, "data");
+        }
+        return e;
+    }
+
+    /** TEI's sparse answer: per input an array of {@code {index, value}}; the vocabulary one past the largest index. */
+    static SparseEmbeddings teiSparseJson(byte[] body) {
+        JsonNode doc = readJson(body, "/embed_sparse");
+        if (doc == null || !doc.isArray()) {
+            throw new DensewireException(Category.MALFORMED, "the /embed_sparse answer is not an array of vectors", 0, null);
+        }
+        int n = doc.size();
+        int[] offsets = new int[n + 1];
+        for (int i = 0; i < n; i++) {
+            if (!doc.get(i).isArray()) {
+                throw new DensewireException(Category.INVALID_FIELD, "not an array of {index, value}", -1, "[" + i + "]");
+            }
+            offsets[i + 1] = Math.addExact(offsets[i], doc.get(i).size());
+        }
+        int[] indices = new int[offsets[n]];
+        float[] values = new float[offsets[n]];
+        long top = 0;
+        int at = 0;
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < doc.get(i).size(); j++) {
+                JsonNode e = doc.get(i).get(j);
+                String field = "[" + i + "][" + j + "]";
+                JsonNode index = e.get("index");
+                if (index == null || !index.canConvertToLong() || !index.isIntegralNumber() || index.longValue() < 0
+                        || index.longValue() >= SparseTensor.MAX_VOCABULARY) {
+                    throw new DensewireException(Category.INVALID_FIELD, "must be an integer from 0 to 2^32 - 1", -1, field + ".index");
+                }
+                JsonNode value = e.get("value");
+                if (value == null || !value.isNumber()) {
+                    throw new DensewireException(Category.INVALID_FIELD, "must be a number", -1, field + ".value");
+                }
+                indices[at] = (int) index.longValue();
+                values[at++] = (float) value.doubleValue();
+                top = Math.max(top, index.longValue() + 1);
+            }
+        }
+        return SparseEmbeddings.of(SparseTensor.of(Math.max(top, 1), offsets, indices, Tensor.ofFloats(1, values.length, values)));
+    }
+
+    private static JsonNode readJson(byte[] body, String route) {
+        try {
+            return DensewireJson.mapper().readTree(body);
+        } catch (IOException e) {
+            throw new DensewireException(Category.MALFORMED, "the " + route + " answer is not JSON: " + e.getMessage(), -1, null, e);
+        }
+    }
+
     /** TEI's answer: one array of token rows per input, every row {@code d} numbers. */
     static RaggedEmbeddings teiJson(byte[] body) {
-        JsonNode doc;
-        try {
-            doc = DensewireJson.mapper().readTree(body);
-        } catch (IOException e) {
-            throw new DensewireException(Category.MALFORMED, "the /embed_all answer is not JSON: " + e.getMessage(), -1,
-                    null, e);
-        }
+        JsonNode doc = readJson(body, "/embed_all");
         if (doc == null || !doc.isArray()) {
             throw new DensewireException(Category.MALFORMED, "the /embed_all answer is not an array of matrices", 0, null);
         }
