@@ -195,9 +195,11 @@ async fn embed_tokens_against_densewire_serve() {
 
 /// Sparse vectors (TEI's `POST /embed_sparse`, SPEC.md 20) from the hash-model server of
 /// `DENSEWIRE_SERVER_URL`: every binary format gives the same sparse tensor bit for bit, TEI's JSON
-/// the same indices and values (its vocabulary one past the largest index); a text over the model's
-/// limit with `truncate: false` is the server's 413. Without the variable this test says so (and
-/// fails when CI=true).
+/// the same indices and values (its vocabulary one past the largest index, or `vocab_size`); a text
+/// over the model's limit with `truncate: false` is the server's 413; `max_active_dims` keeps the full
+/// vector's k largest weights; `truncation_direction` keeps the first or last words; `prompt_name` on
+/// a model without prompts is the server's 422 naming the field. Without the variable this test says
+/// so (and fails when CI=true).
 #[tokio::test]
 async fn embed_sparse_against_densewire_serve() {
     let Ok(url) = std::env::var("DENSEWIRE_SERVER_URL") else {
