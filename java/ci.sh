@@ -26,14 +26,19 @@ if command -v python3 >/dev/null 2>&1; then
 fi
 
 # Sequential build (the machine has 2 cores shared with other builds); surefire forks one JVM per module.
-# install (not only verify): bench/java resolves densewire-core/-jackson/-arrow from the local repository.
 status=0
-mvn -B -ntp -Dstyle.color=never clean install "$@" || status=$?
+mvn -B -ntp -Dstyle.color=never clean verify "$@" || status=$?
 
 # bench/java builds (JMH benches, TokenDecode, PgCopyIngest) and TokenDecode --check passes: the bodies the
 # per-token/sparse bench times decode to what TEI's JSON holds (typescript/ci.sh and ruby/ci.sh do the same).
+# bench/java resolves densewire-core/-jackson/-arrow (and their parent POM) from the local repository: install
+# the ones just built.
 if [ "$status" -eq 0 ]; then
   echo "== bench/java: package, TokenDecode --check"
+  mvn -B -ntp -q -Dstyle.color=never install -DskipTests -pl densewire-core,densewire-jackson,densewire-arrow -am \
+    || status=$?
+fi
+if [ "$status" -eq 0 ]; then
   mvn -B -ntp -q -Dstyle.color=never -f ../bench/java/pom.xml clean package || status=$?
   if [ "$status" -eq 0 ]; then
     java --add-opens=java.base/java.nio=ALL-UNNAMED -cp ../bench/java/target/benchmarks.jar \
