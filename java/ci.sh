@@ -2,7 +2,9 @@
 # densewire Java: build and test every library module (core, jackson, arrow, client, conformance: golden vectors
 # and README examples; fuzz: a short Jazzer run of every decoder, -Dfuzz.executions=N per target, 3000 by default).
 # Installs a JDK 17 and Maven from Debian if missing; Maven downloads from Maven Central.
-# JMH benchmarks (bench/java) and the long fuzz runs (bench/fuzz/RESULTS-java.md) are not run here.
+# bench/java is built against the modules just installed, and its per-token/sparse decode bench runs its
+# --check (a small batch through every decoder, bit for bit with TEI's JSON); the JMH benchmarks themselves and the
+# long fuzz runs (bench/fuzz/RESULTS-java.md) are not run here.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -26,6 +28,23 @@ fi
 # Sequential build (the machine has 2 cores shared with other builds); surefire forks one JVM per module.
 status=0
 mvn -B -ntp -Dstyle.color=never clean verify "$@" || status=$?
+
+# bench/java builds (JMH benches, TokenDecode, PgCopyIngest) and TokenDecode --check passes: the bodies the
+# per-token/sparse bench times decode to what TEI's JSON holds (typescript/ci.sh and ruby/ci.sh do the same).
+# bench/java resolves densewire-core/-jackson/-arrow (and their parent POM) from the local repository: install
+# the ones just built.
+if [ "$status" -eq 0 ]; then
+  echo "== bench/java: package, TokenDecode --check"
+  mvn -B -ntp -q -Dstyle.color=never install -DskipTests -pl densewire-core,densewire-jackson,densewire-arrow -am \
+    || status=$?
+fi
+if [ "$status" -eq 0 ]; then
+  mvn -B -ntp -q -Dstyle.color=never -f ../bench/java/pom.xml clean package || status=$?
+  if [ "$status" -eq 0 ]; then
+    java --add-opens=java.base/java.nio=ALL-UNNAMED -cp ../bench/java/target/benchmarks.jar \
+      dev.densewire.bench.TokenDecode --check || status=$?
+  fi
+fi
 
 # One closing line over every module's surefire reports.
 total=0; failed=0; skipped=0

@@ -24,7 +24,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn embed_tokens<S: AsRef<str>>(&self, texts: &[S], truncate: Option<bool>) -> Result<RaggedEmbeddings> {
-        let (headers, body, format) = self.post_root("embed_all", texts, truncate).await?;
+        let (headers, body, format) = self.post_root("embed_all", &request(texts, truncate)).await?;
         match format {
             Format::Json => tei_json(&body),
             format => RaggedEmbeddings::decode(format, &headers, body, true),
@@ -35,20 +35,45 @@ impl Client {
     /// vocabulary weights, as a [`SparseTensor`](crate::SparseTensor) whose indices and values are one
     /// buffer each (`range(i)` is text `i`'s), asked for in the client's format (a sparse raw body by
     /// default, read without copying), or TEI's `[[{"index", "value"}]]` JSON when that is what the
-    /// server answers (it has no vocabulary size: one past the largest index). `truncate` as
-    /// [`embed_tokens`](Client::embed_tokens).
+    /// server answers (it has no vocabulary size: [`SparseOptions::vocab_size`], else one past the
+    /// largest index). The request's options are TEI's (`truncate`, `truncation_direction`,
+    /// `prompt_name`) and densewire serve's `max_active_dims` ([`SparseOptions`]).
     ///
     /// ```no_run
     /// # async fn demo() -> densewire::Result<()> {
+    /// use densewire::{SparseOptions, TruncationDirection};
     /// let client = densewire::Client::builder("http://127.0.0.1:8000").build()?;
-    /// let sparse = client.embed_sparse(&["hello world"], None).await?;
+    /// let sparse = client.embed_sparse(&["hello world"], &SparseOptions::default()).await?;
     /// let first = sparse.tensor.range(0); // text 0's entries in indices() and values()
+    /// let options = SparseOptions {
+    ///     truncate: Some(true),
+    ///     truncation_direction: Some(TruncationDirection::Left),
+    ///     max_active_dims: Some(64),
+    ///     ..Default::default()
+    /// };
+    /// let top = client.embed_sparse(&["a long document"], &options).await?; // its 64 largest weights, its last tokens
     /// # Ok(()) }
     /// ```
-    pub async fn embed_sparse<S: AsRef<str>>(&self, texts: &[S], truncate: Option<bool>) -> Result<SparseEmbeddings> {
-        let (headers, body, format) = self.post_root("embed_sparse", texts, truncate).await?;
+    pub async fn embed_sparse<S: AsRef<str>>(&self, texts: &[S], options: &SparseOptions) -> Result<SparseEmbeddings> {
+        let mut req = request(texts, options.truncate);
+        if let Some(d) = options.truncation_direction {
+            req["truncation_direction"] = d.as_str().into();
+        }
+        if let Some(p) = &options.prompt_name {
+            req["prompt_name"] = p.as_str().into();
+        }
+        if let Some(k) = options.max_active_dims {
+            if k == 0 {
+                return Err(err(ErrorKind::InvalidField, "must be a positive integer, not 0").field("max_active_dims"));
+            }
+            req["max_active_dims"] = k.into();
+        }
+        if options.vocab_size == Some(0) {
+            return Err(err(ErrorKind::InvalidField, "must be a positive integer, not 0").field("vocab_size"));
+        }
+        let (headers, body, format) = self.post_root("embed_sparse", &req).await?;
         let sparse = match format {
-            Format::Json => tei_sparse_json(&body)?,
+            Format::Json => tei_sparse_json(&body, options.vocab_size)?,
             format => SparseEmbeddings::decode(format, &headers, body, true)?,
         };
         if sparse.tensor.len() != texts.len() {
@@ -61,19 +86,9 @@ impl Client {
         Ok(sparse)
     }
 
-    /// TEI's request (`inputs`, `truncate`) POSTed to `route` at the server's root with the client's
-    /// `Accept` and retries: a 2xx answer's headers, (8-aligned) body and format.
-    async fn post_root<S: AsRef<str>>(
-        &self,
-        route: &str,
-        texts: &[S],
-        truncate: Option<bool>,
-    ) -> Result<(http::HeaderMap, bytes::Bytes, Format)> {
-        let inputs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
-        let mut req = serde_json::json!({ "inputs": inputs });
-        if let Some(t) = truncate {
-            req["truncate"] = t.into();
-        }
+    /// TEI's request `req` POSTed to `route` at the server's root with the client's `Accept` and
+    /// retries: a 2xx answer's headers, (8-aligned) body and format.
+    async fn post_root(&self, route: &str, req: &serde_json::Value) -> Result<(http::HeaderMap, bytes::Bytes, Format)> {
         let body = bytes::Bytes::from(req.to_string());
         let url = format!("{}/{route}", self.v1.trim_end_matches("/v1"));
         let reply = self
@@ -102,6 +117,61 @@ impl Client {
     }
 }
 
+/// TEI's `truncation_direction`: which end of a text over the model's limit is kept when it is cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TruncationDirection {
+    /// Keep the first tokens (TEI's default).
+    #[default]
+    Right,
+    /// Keep the last tokens.
+    Left,
+}
+
+impl TruncationDirection {
+    /// TEI's spelling on the wire: `"Right"` or `"Left"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Right => "Right",
+            Self::Left => "Left",
+        }
+    }
+}
+
+/// The options of [`Client::embed_sparse`]: TEI's `/embed_sparse` request fields, densewire serve's
+/// `max_active_dims`, and the vocabulary size of a TEI JSON answer. `None` sends nothing (the
+/// server's default).
+///
+/// ```
+/// let options = densewire::SparseOptions { max_active_dims: Some(64), ..Default::default() };
+/// assert_eq!((options.truncate, options.max_active_dims), (None, Some(64)));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SparseOptions {
+    /// `true` cuts texts longer than the model's maximum, `false` refuses them (the server's 413);
+    /// `None`: the server's default (`densewire serve --auto-truncate`).
+    pub truncate: Option<bool>,
+    /// Which end of a cut text is kept (TEI's `truncation_direction`; `None`: Right).
+    pub truncation_direction: Option<TruncationDirection>,
+    /// A prompt of the model's configuration put before each text (TEI's `prompt_name`); a server
+    /// whose model defines none refuses it (422, field `prompt_name`).
+    pub prompt_name: Option<String>,
+    /// Keep each vector's `k` largest weights (sentence-transformers' `max_active_dims`; `None`: all).
+    pub max_active_dims: Option<u32>,
+    /// The vocabulary size given to a TEI JSON answer, which states none (`None`: one past the
+    /// largest index); densewire's binary answers carry their own.
+    pub vocab_size: Option<u64>,
+}
+
+/// TEI's request body: `inputs` and, when given, `truncate`.
+fn request<S: AsRef<str>>(texts: &[S], truncate: Option<bool>) -> serde_json::Value {
+    let inputs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+    let mut req = serde_json::json!({ "inputs": inputs });
+    if let Some(t) = truncate {
+        req["truncate"] = t.into();
+    }
+    req
+}
+
 /// One entry of TEI's `/embed_sparse` answer.
 #[derive(serde::Deserialize)]
 struct TeiSparseEntry {
@@ -109,9 +179,9 @@ struct TeiSparseEntry {
     value: f32,
 }
 
-/// TEI's `/embed_sparse` answer: `[[{"index", "value"}]]`, one array per input; the vocabulary is one
-/// past the largest index (the JSON has no size).
-fn tei_sparse_json(body: &[u8]) -> Result<SparseEmbeddings> {
+/// TEI's `/embed_sparse` answer: `[[{"index", "value"}]]`, one array per input; the vocabulary is
+/// `vocab`, else one past the largest index (the JSON has no size).
+fn tei_sparse_json(body: &[u8], vocab: Option<u64>) -> Result<SparseEmbeddings> {
     let vectors: Vec<Vec<TeiSparseEntry>> =
         serde_json::from_slice(body).map_err(|e| crate::json::json_error(body, &e))?;
     let mut offsets = vec![0u32];
@@ -131,7 +201,18 @@ fn tei_sparse_json(body: &[u8]) -> Result<SparseEmbeddings> {
                 .map_err(|_| err(ErrorKind::InvalidField, "too many entries").field("offsets"))?,
         );
     }
-    let vocab = indices.iter().max().map_or(1, |&m| u64::from(m) + 1);
+    let top = indices.iter().max().map_or(0, |&m| u64::from(m) + 1);
+    let vocab = match vocab {
+        Some(v) if v < top => {
+            return Err(err(
+                ErrorKind::InvalidField,
+                format!("index {} of the answer is past the vocabulary size {v} asked for", top - 1),
+            )
+            .field("vocab_size"));
+        }
+        Some(v) => v,
+        None => top.max(1),
+    };
     let k = values.len();
     let tensor = SparseTensor::from_parts(vocab, offsets, &indices, Tensor::from_vec(1, k, values)?)?;
     Ok(Batch::from_tensor(tensor))
@@ -170,10 +251,20 @@ mod tests {
 
     #[test]
     fn tei_sparse_json_reads_one_indices_and_one_values_buffer() {
-        let s = tei_sparse_json(br#"[[{"index":1,"value":0.5},{"index":7,"value":2}],[]]"#).unwrap().tensor;
+        let s = tei_sparse_json(br#"[[{"index":1,"value":0.5},{"index":7,"value":2}],[]]"#, None).unwrap().tensor;
         assert_eq!((s.offsets(), &*s.indices(), s.vocabulary_size()), (&[0u32, 2, 2][..], &[1u32, 7][..], 8));
         assert_eq!(s.values().to_f32_vec().unwrap(), vec![0.5, 2.0]);
-        assert_eq!(tei_sparse_json(b"[]").unwrap().tensor.vocabulary_size(), 1);
+        assert_eq!(tei_sparse_json(b"[]", None).unwrap().tensor.vocabulary_size(), 1);
+    }
+
+    #[test]
+    fn tei_sparse_json_takes_the_vocabulary_size_asked_for() {
+        let body = br#"[[{"index":1,"value":0.5},{"index":7,"value":2}]]"#;
+        assert_eq!(tei_sparse_json(body, Some(30522)).unwrap().tensor.vocabulary_size(), 30522);
+        assert_eq!(tei_sparse_json(body, Some(8)).unwrap().tensor.vocabulary_size(), 8);
+        let e = tei_sparse_json(body, Some(7)).unwrap_err();
+        assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some("vocab_size")), "{e}");
+        assert!(e.message().contains("index 7"), "{e}");
     }
 
     #[test]
@@ -185,7 +276,7 @@ mod tests {
             (br#"[[{"value":1}]]"#, ErrorKind::Malformed, None), // serde names the missing field in the message
             (br#"[["#, ErrorKind::Malformed, None),
         ] {
-            let e = tei_sparse_json(body).unwrap_err();
+            let e = tei_sparse_json(body, None).unwrap_err();
             assert_eq!(e.kind(), kind, "{}: {e}", String::from_utf8_lossy(body));
             if field.is_some() {
                 assert_eq!(e.field_name(), field, "{}: {e}", String::from_utf8_lossy(body));

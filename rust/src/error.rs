@@ -260,11 +260,26 @@ impl Error {
         serde_json::to_string(&env).expect("the envelope serializes")
     }
 
-    /// Parses an OpenAI error envelope (as sent by a densewire server, or by OpenAI) into an
-    /// error; an unknown `code` maps by HTTP `status`.
+    /// Parses an error answer into an error: OpenAI's envelope (as sent by a densewire server, or by
+    /// OpenAI), or the `{"error": "<field>: <message>"}` of TEI's routes (`error_type` beside it),
+    /// KServe's and Ollama's, the field read from the text; an unknown `code` maps by HTTP `status`.
+    ///
+    /// ```
+    /// let tei = br#"{"error":"prompt_name: 'query' is not a prompt of the model","error_type":"Validation"}"#;
+    /// let e = densewire::Error::from_envelope(422, tei);
+    /// assert_eq!((e.kind(), e.field_name()), (densewire::ErrorKind::InvalidField, Some("prompt_name")));
+    /// assert_eq!(e.message(), "'query' is not a prompt of the model");
+    /// let plain = densewire::Error::from_envelope(429, br#"{"error":"model is overloaded","error_type":"Overloaded"}"#);
+    /// assert_eq!((plain.kind(), plain.field_name()), (densewire::ErrorKind::RateLimited, None));
+    /// ```
     pub fn from_envelope(status: u16, body: &[u8]) -> Error {
         let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
-        let err = parsed.as_ref().and_then(|v| v.get("error"));
+        let error = parsed.as_ref().and_then(|v| v.get("error"));
+        // OpenAI's envelope holds code, param, message and offset in its `error` object; TEI's
+        // (`{"error": "<field>: <message>", "error_type"}`), KServe's and Ollama's make `error` the
+        // text, densewire's keys (when sent) beside it, and the field the text's leading path.
+        let text = error.and_then(serde_json::Value::as_str);
+        let err = if text.is_some() { parsed.as_ref() } else { error };
         let code = err.and_then(|e| e.get("code")).and_then(|c| c.as_str());
         // A 429 is "rate limited" whatever code the server gave it (OpenAI's `rate_limit_exceeded`,
         // TEI's `overloaded`, ...).
@@ -279,10 +294,15 @@ impl Error {
             400..=499 => ErrorKind::Malformed,
             _ => ErrorKind::Unavailable,
         });
-        let field = err.and_then(|e| e.get("param")).and_then(|p| p.as_str()).map(str::to_owned);
+        let field = err
+            .and_then(|e| e.get("param"))
+            .and_then(|p| p.as_str())
+            .or_else(|| text.and_then(leading_field))
+            .map(str::to_owned);
         let mut message = err
             .and_then(|e| e.get("message"))
             .and_then(|m| m.as_str())
+            .or(text)
             .map(str::to_owned)
             .unwrap_or_else(|| format!("HTTP {status}: {}", String::from_utf8_lossy(&body[..body.len().min(200)])));
         // The server's message already starts with "field: "; do not say it twice.
@@ -300,6 +320,15 @@ impl Error {
         }
         e
     }
+}
+
+/// The field a dialect's error text starts with (`"prompt_name: ..."`, `"inputs[0]: ..."`): a JSON
+/// path (letters, digits, `_`, `.`, `[`, `]`, starting with a letter or `_`) before the first `": "`.
+fn leading_field(text: &str) -> Option<&str> {
+    let (path, _) = text.split_once(": ")?;
+    let first = path.chars().next()?;
+    let path_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '[' | ']');
+    ((first.is_ascii_alphabetic() || first == '_') && path.chars().all(path_char)).then_some(path)
 }
 
 /// Shorthand constructors used by the codecs.

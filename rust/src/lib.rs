@@ -138,3 +138,5 @@ pub use crate::protobuf::{
 pub use crate::axum_support::{ApiError, DEFAULT_BODY_LIMIT, DenseBody, DenseResponse, Negotiated};
 #[cfg(feature = "reqwest")]
 pub use crate::client::{Client, ClientBuilder};
+#[cfg(feature = "reqwest")]
+pub use crate::client_tokens::{SparseOptions, TruncationDirection};

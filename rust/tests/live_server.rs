@@ -2,7 +2,9 @@
 //! names one (scripts/test.sh starts one for every language's client tests). Without it this test
 //! says so on stderr and checks nothing; rust/ci.sh prints whether it was set.
 
-use densewire::{Client, DType, EmbeddingsRequest, EncodingFormat, ErrorKind, Format};
+use densewire::{
+    Client, DType, EmbeddingsRequest, EncodingFormat, ErrorKind, Format, SparseOptions, TruncationDirection,
+};
 
 #[tokio::test]
 async fn client_against_densewire_serve() {
@@ -193,9 +195,11 @@ async fn embed_tokens_against_densewire_serve() {
 
 /// Sparse vectors (TEI's `POST /embed_sparse`, SPEC.md 20) from the hash-model server of
 /// `DENSEWIRE_SERVER_URL`: every binary format gives the same sparse tensor bit for bit, TEI's JSON
-/// the same indices and values (its vocabulary one past the largest index); a text over the model's
-/// limit with `truncate: false` is the server's 413. Without the variable this test says so (and
-/// fails when CI=true).
+/// the same indices and values (its vocabulary one past the largest index, or `vocab_size`); a text
+/// over the model's limit with `truncate: false` is the server's 413; `max_active_dims` keeps the full
+/// vector's k largest weights; `truncation_direction` keeps the first or last words; `prompt_name` on
+/// a model without prompts is the server's 422 naming the field. Without the variable this test says
+/// so (and fails when CI=true).
 #[tokio::test]
 async fn embed_sparse_against_densewire_serve() {
     let Ok(url) = std::env::var("DENSEWIRE_SERVER_URL") else {
@@ -205,12 +209,13 @@ async fn embed_sparse_against_densewire_serve() {
     };
     let texts = ["a cat sits on the mat", "hi", "the quick brown fox jumps over the lazy dog"];
     let client = |format| Client::builder(&url).format(format).build().unwrap();
-    let tei = client(Format::Json).embed_sparse(&texts, None).await.unwrap().tensor;
+    let none = SparseOptions::default();
+    let tei = client(Format::Json).embed_sparse(&texts, &none).await.unwrap().tensor;
     assert_eq!((tei.len(), tei.dtype()), (3, DType::Float32));
     assert!((0..3).all(|i| !tei.range(i).is_empty()), "every text has non-zero weights");
     let mut reference: Option<densewire::SparseTensor> = None;
     for format in [Format::Raw, Format::Msgpack, Format::Protobuf, Format::Arrow] {
-        let t = client(format).embed_sparse(&texts, None).await.unwrap_or_else(|e| panic!("{format}: {e}")).tensor;
+        let t = client(format).embed_sparse(&texts, &none).await.unwrap_or_else(|e| panic!("{format}: {e}")).tensor;
         assert_eq!(t.offsets(), tei.offsets(), "{format}: TEI's JSON offsets");
         assert_eq!(t.indices(), tei.indices(), "{format}: TEI's JSON indices");
         assert_eq!(
@@ -226,13 +231,72 @@ async fn embed_sparse_against_densewire_serve() {
     }
     // the hash:D rule (python/src/densewire/_backends/hash.py): blake2b of each word, index x % 30522,
     // weight ((x >> 40) + 1) / 2^24, the largest per index
-    let hello = client(Format::Raw).embed_sparse(&["hello world hello"], None).await.unwrap().tensor;
+    let hello = client(Format::Raw).embed_sparse(&["hello world hello"], &none).await.unwrap().tensor;
     assert_eq!((hello.vocabulary_size(), &*hello.indices()), (30522, &[26240u32, 26746][..]));
     assert_eq!(hello.values().to_f32_vec().unwrap(), vec![0.827504f32, 0.3063963]);
     let long = "word ".repeat(9000);
-    let e = client(Format::Raw).embed_sparse(&[long.as_str()], Some(false)).await.unwrap_err();
+    let refuse = SparseOptions { truncate: Some(false), ..Default::default() };
+    let e = client(Format::Raw).embed_sparse(&[long.as_str()], &refuse).await.unwrap_err();
     assert_eq!(e.http_status(), 413, "{e}");
     assert!(e.message().contains("tokens"), "{e}");
-    let cut = client(Format::Raw).embed_sparse(&[long.as_str(), "short"], Some(true)).await.unwrap();
-    assert_eq!(cut.tensor.len(), 2);
+    let cut = SparseOptions { truncate: Some(true), ..Default::default() };
+    assert_eq!(client(Format::Raw).embed_sparse(&[long.as_str(), "short"], &cut).await.unwrap().tensor.len(), 2);
+
+    // max_active_dims: the server's top-k, each vector's k largest weights (ascending indices)
+    for format in [Format::Raw, Format::Msgpack, Format::Protobuf, Format::Arrow, Format::Json] {
+        let all = client(format).embed_sparse(&texts, &none).await.unwrap().tensor;
+        for k in [1u32, 3] {
+            let options = SparseOptions { max_active_dims: Some(k), ..Default::default() };
+            let top = client(format).embed_sparse(&texts, &options).await.unwrap().tensor;
+            let values = top.values().to_f32_vec().unwrap();
+            let all_values = all.values().to_f32_vec().unwrap();
+            for i in 0..texts.len() {
+                let r = all.range(i);
+                let mut entries: Vec<(u32, f32)> = r.clone().map(|j| (all.indices()[j], all_values[j])).collect();
+                entries.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                entries.truncate(k as usize);
+                entries.sort_by_key(|e| e.0);
+                let got: Vec<(u32, f32)> = top.range(i).map(|j| (top.indices()[j], values[j])).collect();
+                assert_eq!(got, entries, "{format}: max_active_dims {k}, text {i}: the {k} largest of the full vector");
+            }
+        }
+    }
+
+    // truncation_direction: a text over the limit (8192 words) keeps its first words (Right, the
+    // default) or its last (Left): the vector of its first or last words alone
+    let framed = format!("first {}last", "word ".repeat(9000));
+    let cut_at = |d| SparseOptions { truncate: Some(true), truncation_direction: d, ..Default::default() };
+    let embed = |texts: Vec<String>, options: SparseOptions| {
+        let c = client(Format::Raw);
+        async move { c.embed_sparse(&texts, &options).await.unwrap().tensor }
+    };
+    let right = embed(vec![framed.clone()], cut_at(Some(TruncationDirection::Right))).await;
+    let default = embed(vec![framed.clone()], cut_at(None)).await;
+    let left = embed(vec![framed.clone()], cut_at(Some(TruncationDirection::Left))).await;
+    let head = embed(vec!["first word".into()], none.clone()).await;
+    let tail = embed(vec!["word last".into()], none.clone()).await;
+    assert_eq!(right, head, "Right keeps the first words");
+    assert_eq!(default, head, "no truncation_direction: Right");
+    assert_eq!(left, tail, "Left keeps the last words");
+    assert_ne!(left, right);
+
+    // prompt_name: the hash model defines no prompts, so the server refuses it: its 422 as the
+    // library's error, naming the field
+    let prompt = SparseOptions { prompt_name: Some("query".into()), ..Default::default() };
+    let e = client(Format::Raw).embed_sparse(&["hi"], &prompt).await.unwrap_err();
+    assert_eq!((e.http_status(), e.kind(), e.field_name()), (422, ErrorKind::InvalidField, Some("prompt_name")), "{e}");
+    assert!(e.message().contains("query"), "{e}");
+
+    // vocab_size: given to TEI's JSON answer (which states none), the binary answers' own size
+    let vocab = reference.as_ref().unwrap().vocabulary_size();
+    let sized = SparseOptions { vocab_size: Some(vocab), ..Default::default() };
+    let json = client(Format::Json).embed_sparse(&texts, &sized).await.unwrap().tensor;
+    assert_eq!(&json, reference.as_ref().unwrap(), "TEI's JSON with vocab_size {vocab}: the raw answer exactly");
+    let small = SparseOptions { vocab_size: Some(2), ..Default::default() };
+    let e = client(Format::Json).embed_sparse(&texts, &small).await.unwrap_err();
+    assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some("vocab_size")), "{e}");
+    // a zero is refused before any request
+    let zero = SparseOptions { max_active_dims: Some(0), ..Default::default() };
+    let e = client(Format::Raw).embed_sparse(&["hi"], &zero).await.unwrap_err();
+    assert_eq!((e.kind(), e.field_name()), (ErrorKind::InvalidField, Some("max_active_dims")), "{e}");
 }

@@ -6,15 +6,10 @@ import dev.densewire.Dtype;
 import dev.densewire.Embeddings;
 import dev.densewire.EncodingFormat;
 import dev.densewire.Format;
-import dev.densewire.MsgpackCodec;
-import dev.densewire.ProtobufCodec;
 import dev.densewire.Quantization;
 import dev.densewire.RaggedEmbeddings;
-import dev.densewire.RawCodec;
 import dev.densewire.SparseEmbeddings;
 import dev.densewire.SparseTensor;
-import dev.densewire.Tensor;
-import dev.densewire.jackson.ApiError;
 import dev.densewire.jackson.DensewireJson;
 import dev.densewire.jackson.EmbeddingsRequest;
 import java.io.IOException;
@@ -22,10 +17,8 @@ import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
-import java.net.http.HttpHeaders;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -158,7 +151,7 @@ public final class DensewireClient {
             hb.header("Authorization", "Bearer " + apiKey);
         }
         return retrier.send(hb.build(), HttpResponse.BodyHandlers.ofByteArray())
-                .thenApply(a -> decode(a.response(), a.attempts()))
+                .thenApply(a -> Responses.decode(a.response(), a.attempts()))
                 .thenCompose(e -> dequantize ? dequantizeAsync(e) : CompletableFuture.completedFuture(e));
     }
 
@@ -181,15 +174,18 @@ public final class DensewireClient {
      * The sparse (SPLADE) vector of each text: TEI's {@code POST /embed_sparse}, per text its non-zero vocabulary
      * weights as a {@link SparseTensor} whose indices and values are one buffer each, asked for in this client's
      * formats (densewire's sparse raw body first by default) or read from TEI's own {@code [[{index, value}]]} JSON
-     * (which has no vocabulary size: one past the largest index). {@code truncate} as {@link #embedTokens}.
+     * (which has no vocabulary size: {@link SparseOptions#vocabSize()}, else one past the largest index). The
+     * request's options ({@link SparseOptions}) are TEI's ({@code truncate}, {@code truncation_direction},
+     * {@code prompt_name}) and densewire serve's {@code max_active_dims}; {@link SparseOptions#DEFAULTS} sets none.
      */
-    public SparseEmbeddings embedSparse(List<String> texts, Boolean truncate) {
-        return join(embedSparseAsync(texts, truncate));
+    public SparseEmbeddings embedSparse(List<String> texts, SparseOptions options) {
+        return join(embedSparseAsync(texts, options));
     }
 
-    public CompletableFuture<SparseEmbeddings> embedSparseAsync(List<String> texts, Boolean truncate) {
-        return postRoot("embed_sparse", TokenBodies.request(texts, truncate))
-                .thenApply(a -> TokenBodies.decodeSparse(a.response(), a.attempts(), texts.size()));
+    public CompletableFuture<SparseEmbeddings> embedSparseAsync(List<String> texts, SparseOptions options) {
+        Objects.requireNonNull(options, "options (SparseOptions.DEFAULTS sets none)");
+        return postRoot("embed_sparse", TokenBodies.sparseRequest(texts, options))
+                .thenApply(a -> TokenBodies.decodeSparse(a.response(), a.attempts(), texts.size(), options.vocabSize()));
     }
 
     /** A JSON POST to one of TEI's routes at the server's root, with this client's Accept, key and retries. */
@@ -236,7 +232,7 @@ public final class DensewireClient {
         return retrier.send(hb.build(), HttpResponse.BodyHandlers.ofByteArray()).thenApply(a -> {
             HttpResponse<byte[]> response = a.response();
             if (response.statusCode() >= 300) {
-                throw apiError(response.statusCode(), response.headers(), response.body(), a.attempts());
+                throw Responses.apiError(response.statusCode(), response.headers(), response.body(), a.attempts());
             }
             byte[] body = ContentCodings.decode(ContentCodings.coding(response.headers().firstValue("Content-Encoding")
                     .orElse(null)), response.body(), 1L << 30);
@@ -336,95 +332,7 @@ public final class DensewireClient {
             futures.forEach(f -> f.cancel(true));
             throw e;
         }
-        return concat(parts);
-    }
-
-    /** Concatenates the rows of batches of one dtype and width; usage is summed, the model is the first's. */
-    static Embeddings concat(List<Embeddings> parts) {
-        if (parts.size() == 1) {
-            return parts.get(0);
-        }
-        Tensor first = parts.get(0).tensor();
-        int rows = 0;
-        long prompt = 0;
-        long total = 0;
-        for (Embeddings p : parts) {
-            Tensor t = p.tensor();
-            if (t.dtype() != first.dtype() || t.dims() != first.dims()) {
-                throw new DensewireException(Category.SHAPE_MISMATCH, "batches disagree: " + first.dtype() + " x "
-                        + first.dims() + " and " + t.dtype() + " x " + t.dims(), -1, null);
-            }
-            rows += t.rows();
-            if (p.usage() != null) {
-                prompt += p.usage().promptTokens();
-                total += p.usage().totalTokens();
-            }
-        }
-        String quantization = parts.get(0).quantization();
-        for (Embeddings p : parts) {
-            if (!Objects.equals(quantization, p.quantization())) {
-                throw new DensewireException(Category.SHAPE_MISMATCH, "batches were quantized with different ranges: "
-                        + quantization + " and " + p.quantization(), -1, "quantization");
-            }
-        }
-        ByteBuffer all = ByteBuffer.allocate(Math.multiplyExact(rows, first.rowBytes()));
-        for (Embeddings p : parts) {
-            all.put(p.tensor().data());
-        }
-        all.flip();
-        return new Embeddings(Tensor.of(first.dtype(), rows, first.dims(), all), parts.get(0).model(),
-                new Embeddings.Usage(prompt, total), quantization);
-    }
-
-    // ------------------------------------------------------------------ responses
-
-    static Embeddings decode(HttpResponse<byte[]> response, int attempts) {
-        HttpHeaders h = response.headers();
-        int status = response.statusCode();
-        if (status >= 300) {
-            throw apiError(status, h, response.body(), attempts);
-        }
-        byte[] body = ContentCodings.decode(ContentCodings.coding(h.firstValue("Content-Encoding").orElse(null)),
-                response.body(), MAX_RESPONSE_BYTES);
-        String contentType = h.firstValue("Content-Type").orElse("application/json");
-        Format format = Format.fromContentType(contentType).orElseThrow(() -> new DensewireException(
-                Category.UNSUPPORTED_MEDIA_TYPE, "the server answered " + contentType + ", which densewire does not decode",
-                -1, "Content-Type"));
-        switch (format) {
-            case RAW:
-                return RawCodec.decode(name -> h.firstValue(name).orElse(null), ByteBuffer.wrap(body));
-            case MSGPACK:
-                return MsgpackCodec.decode(body);
-            case PROTOBUF:
-                return ProtobufCodec.decodeResponse(body);
-            case ARROW:
-                return ArrowSupport.decode(body);
-            default:
-                return DensewireJson.readResponse(body);
-        }
-    }
-
-    /** Decompressed bodies are bounded: a larger one is {@code payload_too_large}. */
-    static final long MAX_RESPONSE_BYTES = 1L << 31;
-
-    /** An error answer as an exception: the envelope's code, param, message and offset, and the attempts made. */
-    static DensewireApiException apiError(int status, HttpHeaders h, byte[] raw, int attempts) {
-        java.util.OptionalDouble retryAfter = RetryPolicy.retryAfterSeconds(h.firstValue("Retry-After").orElse(null),
-                RetryPolicy.now());
-        byte[] body;
-        try {
-            body = ContentCodings.decode(ContentCodings.coding(h.firstValue("Content-Encoding").orElse(null)), raw, 1 << 20);
-        } catch (DensewireException e) {
-            body = new byte[0];
-        }
-        ApiError e = DensewireJson.readError(body);
-        if (e == null) {
-            String text = new String(body, 0, Math.min(body.length, 200), java.nio.charset.StandardCharsets.UTF_8);
-            return new DensewireApiException(status, null, null, null, text.isEmpty() ? null : text, -1, attempts,
-                    retryAfter);
-        }
-        return new DensewireApiException(status, e.error.code, e.error.type, e.error.param, e.error.message,
-                e.error.offset == null ? -1 : e.error.offset, attempts, retryAfter);
+        return Responses.concat(parts);
     }
 
     private static <T> T join(CompletableFuture<T> f) {

@@ -138,7 +138,7 @@ public final class TablesClient {
         return retrier.send(req, HttpResponse.BodyHandlers.ofByteArray()).thenApply(a -> {
             HttpResponse<byte[]> r = a.response();
             if (r.statusCode() != 200) {
-                throw DensewireClient.apiError(r.statusCode(), r.headers(), r.body(), a.attempts());
+                throw Responses.apiError(r.statusCode(), r.headers(), r.body(), a.attempts());
             }
             return parseList(body(r));
         });
@@ -177,7 +177,7 @@ public final class TablesClient {
             return new TableResult(null, true, etag, lastModified, null, "", 0, attempts);
         }
         if (r.statusCode() < 200 || r.statusCode() > 299) {
-            throw DensewireClient.apiError(r.statusCode(), h, r.body(), attempts);
+            throw Responses.apiError(r.statusCode(), h, r.body(), attempts);
         }
         String coding = ContentCodings.coding(h.firstValue("Content-Encoding").orElse(null));
         byte[] body = ContentCodings.decode(coding, r.body(), maxResponseBytes);

@@ -40,6 +40,26 @@ final class TokenBodies {
         return doc.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
     }
 
+    /** TEI's {@code /embed_sparse} request: {@code inputs} and the options that are set. */
+    static byte[] sparseRequest(List<String> texts, SparseOptions o) {
+        var doc = DensewireJson.mapper().createObjectNode();
+        var inputs = doc.putArray("inputs");
+        texts.forEach(inputs::add);
+        if (o.truncate() != null) {
+            doc.put("truncate", o.truncate());
+        }
+        if (o.truncationDirection() != null) {
+            doc.put("truncation_direction", o.truncationDirection().wire());
+        }
+        if (o.promptName() != null) {
+            doc.put("prompt_name", o.promptName());
+        }
+        if (o.maxActiveDims() != null) {
+            doc.put("max_active_dims", o.maxActiveDims());
+        }
+        return doc.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
     /** A 2xx answer's body (its Content-Encoding undone) and format; a non-2xx answer is thrown as its API error. */
     private record Body(byte[] bytes, Format format, HttpHeaders headers) {}
 
@@ -47,10 +67,10 @@ final class TokenBodies {
         HttpHeaders h = response.headers();
         int status = response.statusCode();
         if (status >= 300) {
-            throw DensewireClient.apiError(status, h, response.body(), attempts);
+            throw Responses.apiError(status, h, response.body(), attempts);
         }
         byte[] body = ContentCodings.decode(ContentCodings.coding(h.firstValue("Content-Encoding").orElse(null)),
-                response.body(), DensewireClient.MAX_RESPONSE_BYTES);
+                response.body(), Responses.MAX_RESPONSE_BYTES);
         String contentType = h.firstValue("Content-Type").orElse("application/json");
         Format format = Format.fromContentType(contentType).orElseThrow(() -> new DensewireException(
                 Category.UNSUPPORTED_MEDIA_TYPE, "the server answered " + contentType + ", which densewire does not decode",
@@ -77,15 +97,18 @@ final class TokenBodies {
         }
     }
 
-    /** An {@code /embed_sparse} answer: densewire's sparse tensor in any format, or TEI's JSON; {@code n} vectors. */
-    static SparseEmbeddings decodeSparse(HttpResponse<byte[]> response, int attempts, int n) {
+    /**
+     * An {@code /embed_sparse} answer: densewire's sparse tensor in any format, or TEI's JSON (its vocabulary
+     * {@code vocabSize}, null: one past the largest index); {@code n} vectors.
+     */
+    static SparseEmbeddings decodeSparse(HttpResponse<byte[]> response, int attempts, int n, Long vocabSize) {
         Body b = body(response, attempts);
         SparseEmbeddings e = switch (b.format()) {
             case RAW -> RaggedRaw.decodeSparse(name -> b.headers().firstValue(name).orElse(null), ByteBuffer.wrap(b.bytes()));
             case MSGPACK -> RaggedMsgpack.decodeSparse(b.bytes());
             case PROTOBUF -> RaggedProtobuf.decodeSparse(b.bytes(), true);
             case ARROW -> ArrowSupport.decodeSparse(b.bytes());
-            default -> teiSparseJson(b.bytes());
+            default -> teiSparseJson(b.bytes(), vocabSize);
         };
         if (e.tensor().size() != n) {
             throw new DensewireException(Category.SHAPE_MISMATCH, "the server returned " + e.tensor().size() + " vectors for "
@@ -94,8 +117,11 @@ final class TokenBodies {
         return e;
     }
 
-    /** TEI's sparse answer: per input an array of {@code {index, value}}; the vocabulary one past the largest index. */
-    static SparseEmbeddings teiSparseJson(byte[] body) {
+    /**
+     * TEI's sparse answer: per input an array of {@code {index, value}}; the vocabulary {@code vocabSize}, or one past
+     * the largest index when null.
+     */
+    static SparseEmbeddings teiSparseJson(byte[] body, Long vocabSize) {
         JsonNode doc = readJson(body, "/embed_sparse");
         if (doc == null || !doc.isArray()) {
             throw new DensewireException(Category.MALFORMED, "the /embed_sparse answer is not an array of vectors", 0, null);
@@ -130,7 +156,12 @@ final class TokenBodies {
                 top = Math.max(top, index.longValue() + 1);
             }
         }
-        return SparseEmbeddings.of(SparseTensor.of(Math.max(top, 1), offsets, indices, Tensor.ofFloats(1, values.length, values)));
+        if (vocabSize != null && vocabSize < top) {
+            throw new DensewireException(Category.INVALID_FIELD, "index " + (top - 1)
+                    + " of the answer is past the vocabulary size " + vocabSize + " asked for", -1, "vocab_size");
+        }
+        long vocab = vocabSize != null ? vocabSize : Math.max(top, 1);
+        return SparseEmbeddings.of(SparseTensor.of(vocab, offsets, indices, Tensor.ofFloats(1, values.length, values)));
     }
 
     private static JsonNode readJson(byte[] body, String route) {
