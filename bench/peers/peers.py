@@ -92,23 +92,28 @@ def ort_dylib() -> str:
 
 
 def tei_folder(model_folder: Path) -> Path:
-    """A folder of links to the model's files plus ``onnx/model.onnx`` (the standard export), made once."""
+    """A folder of links to the model's files plus ``onnx/model.onnx`` (the standard export, made once). The
+    links are remade on every run, so that they follow the model's files when the environment that holds
+    them moved (a link into a deleted venv would leave TEI without its config.json)."""
     from densewire._backends import BertModel
     from densewire._backends import BUILTIN_MODEL_NAME
     from densewire._backends.onnx_bert import cache_dir
 
     out = cache_dir() / "peers" / BUILTIN_MODEL_NAME.rsplit("/", 1)[-1]
     graph = out / "onnx" / "model.onnx"
+    (out / "onnx").mkdir(parents=True, exist_ok=True)
+    for item in model_folder.iterdir():
+        link = out / item.name
+        if item.name == "onnx" or (link.is_symlink() and link.resolve() == item.resolve()):
+            continue
+        if link.is_symlink():
+            link.unlink()
+        link.symlink_to(item)
     if graph.is_file():
         return out
     import onnx
     from plain_graph import build_plain
 
-    (out / "onnx").mkdir(parents=True, exist_ok=True)
-    for item in model_folder.iterdir():
-        link = out / item.name
-        if not link.exists() and item.name != "onnx":
-            link.symlink_to(item)
     tmp = graph.with_suffix(".tmp")
     onnx.save(build_plain(BertModel(model_folder), standard=True), str(tmp))
     onnx.checker.check_model(str(tmp))
