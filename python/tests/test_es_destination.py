@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 
 import httpx
 import numpy as np
@@ -19,6 +21,7 @@ import pytest
 
 import densewire
 from densewire import _convert
+from densewire._stores._es import EsIndex
 from densewire.batch import BatchError, EsBulkSink
 from es_support import EsNode, es_docs
 from store_support import load_through_a_kill
@@ -69,6 +72,40 @@ def test_sink_creates_a_flat_index_every_id_once_bit_for_bit_and_knn_equals_brut
     assert sink.write(_table(range(1000, 1500), again), block="b1") == 0
     docs = es_docs(url, index, "embedding")
     assert len(docs) == 1500 and np.array_equal(_bits(np.stack([docs[str(i)] for i in range(1000, 1500)])), _bits(again))
+
+
+def test_bulk_requests_in_flight_write_every_id_once_bit_for_bit(es_node, monkeypatch) -> None:
+    """concurrency=3: a block's bulk requests overlap (counted around the real requests), every id is
+    written once with its vector, a rewritten block replaces, and a bad concurrency is refused."""
+    url, index, d = es_node.url, "dw_parallel", 32
+    _drop(url, index)
+    vectors = rng.standard_normal((1200, d)).astype(np.float32)
+    active, peak, lock, real_bulk = [0], [0], threading.Lock(), EsIndex.bulk
+
+    def counted(self, body: bytes) -> int:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        try:
+            time.sleep(0.05)  # long enough for the pool's other threads to start theirs
+            return real_bulk(self, body)
+        finally:
+            with lock:
+                active[0] -= 1
+
+    monkeypatch.setattr(EsIndex, "bulk", counted)
+    sink = EsBulkSink(url, index=index, field="embedding", id_column="id", create_index=True, index_type="flat",
+                      similarity="l2_norm", max_bytes=30_000, concurrency=3)
+    assert len(sink.bodies(_table(range(1200), vectors), block="b0")) >= 6
+    assert sink.write(_table(range(1200), vectors), block="b0") == 1200
+    assert peak[0] == 3
+    assert sink.write(_table(range(600), vectors[:600]), block="b0") == 0  # the block again: replaced
+    docs = es_docs(url, index, "embedding")
+    assert sorted(map(int, docs)) == list(range(1200))
+    assert np.array_equal(_bits(np.stack([docs[str(i)] for i in range(1200)])), _bits(vectors))
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(BatchError, match="concurrency"):
+            EsBulkSink(url, index=index, field="embedding", id_column="id", concurrency=bad)
 
 
 @pytest.mark.parametrize("element_type", ["float", "bfloat16", "byte", "bit"])
