@@ -217,6 +217,33 @@ func orEmpty(m *Meta) *Meta {
 	return m
 }
 
+// postJSON posts v as a JSON body to path asking for accept; the answer as do gives it (retries,
+// errors by status).
+func (c *Client) postJSON(ctx context.Context, path string, v any, accept string) (*http.Response, []byte, error) {
+	payload, err := json.Marshal(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	hreq, err := c.newRequest(ctx, http.MethodPost, path, bytes.NewReader(payload))
+	if err != nil {
+		return nil, nil, err
+	}
+	hreq.Header.Set("Content-Type", MediaJSON)
+	hreq.Header.Set("Accept", accept)
+	return c.do(hreq)
+}
+
+// kindFormat is the format of a per-token or sparse answer by its Content-Type: tei for TEI's JSON
+// (or no Content-Type), else one of densewire's binary formats.
+func kindFormat(h http.Header) (f Format, tei bool, err error) {
+	ct := h.Get("Content-Type")
+	f, ok := FormatOf(ct)
+	if !ok && ct != "" {
+		return 0, false, newError(UnsupportedMediaType, "Content-Type", -1, "the server answered with an unknown Content-Type "+strconv.Quote(ct))
+	}
+	return f, !ok || f == FormatJSON, nil
+}
+
 // post sends one batch and decodes the answer.
 func (c *Client) post(ctx context.Context, req *EmbeddingsRequest, input []string, accept string) (*Tensor, *Meta, error) {
 	wr := wireRequest{Input: input, Model: req.Model, EncodingFormat: "base64", Dimensions: req.Dimensions,
@@ -224,17 +251,7 @@ func (c *Client) post(ctx context.Context, req *EmbeddingsRequest, input []strin
 	if req.DType != 0 && req.DType != Float32 {
 		wr.DType = req.DType.String()
 	}
-	payload, err := json.Marshal(wr)
-	if err != nil {
-		return nil, nil, err
-	}
-	hreq, err := c.newRequest(ctx, http.MethodPost, "/v1/embeddings", bytes.NewReader(payload))
-	if err != nil {
-		return nil, nil, err
-	}
-	hreq.Header.Set("Content-Type", MediaJSON)
-	hreq.Header.Set("Accept", accept)
-	resp, body, err := c.do(hreq)
+	resp, body, err := c.postJSON(ctx, "/v1/embeddings", wr, accept)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -55,23 +55,13 @@ func (c *Client) EmbedSparse(ctx context.Context, req *SparseRequest) (*SparseTe
 	if err != nil {
 		return nil, nil, err
 	}
-	payload, err := json.Marshal(struct {
+	resp, body, err := c.postJSON(ctx, "/embed_sparse", struct {
 		Inputs              []string `json:"inputs"`
 		Truncate            *bool    `json:"truncate,omitempty"`
 		TruncationDirection string   `json:"truncation_direction,omitempty"`
 		PromptName          string   `json:"prompt_name,omitempty"`
 		MaxActiveDims       int      `json:"max_active_dims,omitempty"`
-	}{req.Inputs, req.Truncate, req.TruncationDirection, req.PromptName, req.MaxActiveDims})
-	if err != nil {
-		return nil, nil, err
-	}
-	hreq, err := c.newRequest(ctx, http.MethodPost, "/embed_sparse", bytes.NewReader(payload))
-	if err != nil {
-		return nil, nil, err
-	}
-	hreq.Header.Set("Content-Type", MediaJSON)
-	hreq.Header.Set("Accept", accept)
-	resp, body, err := c.do(hreq)
+	}{req.Inputs, req.Truncate, req.TruncationDirection, req.PromptName, req.MaxActiveDims}, accept)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,13 +76,12 @@ func (c *Client) EmbedSparse(ctx context.Context, req *SparseRequest) (*SparseTe
 }
 
 func decodeSparse(h http.Header, body []byte, vocab uint64) (*SparseTensor, *Meta, error) {
-	ct := h.Get("Content-Type")
-	f, ok := FormatOf(ct)
-	if !ok && ct != "" {
-		return nil, nil, newError(UnsupportedMediaType, "Content-Type", -1, "the server answered with an unknown Content-Type "+strconv.Quote(ct))
+	f, tei, err := kindFormat(h)
+	if err != nil {
+		return nil, nil, err
 	}
 	switch {
-	case !ok || f == FormatJSON:
+	case tei:
 		t, err := teiSparse(body, vocab)
 		return t, nil, err
 	case f == FormatRaw:

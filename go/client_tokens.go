@@ -44,20 +44,10 @@ func (c *Client) EmbedTokens(ctx context.Context, req *TokensRequest) (*RaggedTe
 	if err != nil {
 		return nil, nil, err
 	}
-	payload, err := json.Marshal(struct {
+	resp, body, err := c.postJSON(ctx, "/embed_all", struct {
 		Inputs   []string `json:"inputs"`
 		Truncate *bool    `json:"truncate,omitempty"`
-	}{req.Inputs, req.Truncate})
-	if err != nil {
-		return nil, nil, err
-	}
-	hreq, err := c.newRequest(ctx, http.MethodPost, "/embed_all", bytes.NewReader(payload))
-	if err != nil {
-		return nil, nil, err
-	}
-	hreq.Header.Set("Content-Type", MediaJSON)
-	hreq.Header.Set("Accept", accept)
-	resp, body, err := c.do(hreq)
+	}{req.Inputs, req.Truncate}, accept)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -72,13 +62,12 @@ func (c *Client) EmbedTokens(ctx context.Context, req *TokensRequest) (*RaggedTe
 }
 
 func decodeTokens(h http.Header, body []byte) (*RaggedTensor, *Meta, error) {
-	ct := h.Get("Content-Type")
-	f, ok := FormatOf(ct)
-	if !ok && ct != "" {
-		return nil, nil, newError(UnsupportedMediaType, "Content-Type", -1, "the server answered with an unknown Content-Type "+strconv.Quote(ct))
+	f, tei, err := kindFormat(h)
+	if err != nil {
+		return nil, nil, err
 	}
 	switch {
-	case !ok || f == FormatJSON:
+	case tei:
 		return teiTokens(body)
 	case f == FormatRaw:
 		return DecodeRaggedRaw(h, body)
