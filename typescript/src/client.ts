@@ -160,18 +160,24 @@ export async function decodeTokensResponse(response: Response, attempts = 0): Pr
   }
 }
 
-/** TEI's `/embed_all` JSON: an array of matrices (arrays of rows of numbers), into one float32 buffer. */
-function teiTokens(body: Uint8Array): RaggedTensor {
+/** TEI's JSON answer as an array of arrays (one per input) and their offsets; `what` says the shape on a mismatch. */
+function teiArrays(body: Uint8Array, what: string): [unknown[][], Uint32Array] {
   let doc: unknown;
   try {
     doc = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
   } catch (e) {
     throw new DensewireError("malformed", `not valid JSON: ${(e as Error).message}`, {}, { cause: e });
   }
-  if (!Array.isArray(doc) || !doc.every(Array.isArray)) throw new DensewireError("invalid_field", "must be an array of matrices", { field: "$" });
-  const matrices = doc as unknown[][];
-  const offsets = new Uint32Array(matrices.length + 1);
-  matrices.forEach((m, i) => (offsets[i + 1] = offsets[i]! + m.length));
+  if (!Array.isArray(doc) || !doc.every(Array.isArray)) throw new DensewireError("invalid_field", what, { field: "$" });
+  const items = doc as unknown[][];
+  const offsets = new Uint32Array(items.length + 1);
+  items.forEach((m, i) => (offsets[i + 1] = offsets[i]! + m.length));
+  return [items, offsets];
+}
+
+/** TEI's `/embed_all` JSON: an array of matrices (arrays of rows of numbers), into one float32 buffer. */
+function teiTokens(body: Uint8Array): RaggedTensor {
+  const [matrices, offsets] = teiArrays(body, "must be an array of matrices");
   const first = matrices.find((m) => m.length > 0)?.[0];
   const d = Array.isArray(first) ? first.length : 0;
   const data = new Float32Array(offsets[matrices.length]! * d);
@@ -209,16 +215,7 @@ export async function decodeSparseResponse(response: Response, attempts = 0, voc
 
 /** TEI's `/embed_sparse` JSON: per input an array of `{index, value}`, into one indices and one values array. */
 function teiSparse(body: Uint8Array, vocabSize: number | undefined): SparseTensor {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
-  } catch (e) {
-    throw new DensewireError("malformed", `not valid JSON: ${(e as Error).message}`, {}, { cause: e });
-  }
-  if (!Array.isArray(doc) || !doc.every(Array.isArray)) throw new DensewireError("invalid_field", "must be an array of arrays of {index, value}", { field: "$" });
-  const vectors = doc as unknown[][];
-  const offsets = new Uint32Array(vectors.length + 1);
-  vectors.forEach((v, i) => (offsets[i + 1] = offsets[i]! + v.length));
+  const [vectors, offsets] = teiArrays(body, "must be an array of arrays of {index, value}");
   const indices = new Uint32Array(offsets[vectors.length]!);
   const values = new Float32Array(indices.length);
   let at = 0;
