@@ -17,15 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import time
 
 import numpy as np
 import orjson
 
 import densewire
 from densewire._backends import HashBackend
-from densewire._bench import machine_info
+from densewire._bench import decoder_table, interleaved, machine_info
 from densewire._server.sparse_routes import tei_sparse_json
 
 
@@ -56,22 +54,12 @@ def main() -> None:
         contenders[f"densewire {fmt}"] = (lambda b=body, h=headers, f=fmt: densewire.decode(b, f, h, kind="sparse"))
     got = densewire.decode(bodies["raw"][0], "raw", bodies["raw"][1], kind="sparse").tensor
     assert np.array_equal(got.indices, sparse.indices) and np.array_equal(got.values, sparse.values)
-    times: dict[str, list[float]] = {k: [] for k in contenders}
-    for _ in range(args.rounds):
-        for name, fn in contenders.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    base = statistics.median(times["TEI JSON, json.loads + np.array"])
+    times = interleaved(contenders, args.rounds, warmup=True)  # warm-up: pyarrow's IPC import is not a decode
     sizes = {"TEI JSON, json.loads + np.array": len(tei), "TEI JSON, orjson.loads + np.array": len(tei),
              **{f"densewire {f}": len(b) for f, (b, _) in bodies.items()}}
     print(f"{args.docs} documents x {args.words} words: {int(nnz.sum())} non-zeros (vocabulary {sparse.vocab_size}), "
           f"{args.rounds} interleaved rounds; load average {os.getloadavg()}")
-    print("| decoder | bytes | bytes vs TEI JSON | best ms | median ms | median speed-up vs json.loads |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, ts in times.items():
-        print(f"| {name} | {sizes[name]} | {sizes[name] / len(tei):.3f} | {min(ts) * 1e3:.3f} | "
-              f"{statistics.median(ts) * 1e3:.3f} | {base / statistics.median(ts):.1f}x |")
+    print(decoder_table(times, sizes, "TEI JSON, json.loads + np.array", digits=3))
     print(json.dumps(machine_info(), indent=1))
 
 

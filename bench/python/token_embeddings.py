@@ -18,15 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import time
 
 import numpy as np
 import orjson
 
 import densewire
 from densewire._backends import BUILTIN_MODEL_NAME, OnnxBertBackend, default_model_path
-from densewire._bench import machine_info
+from densewire._bench import decoder_table, interleaved, machine_info
 
 
 def texts_of(docs: int, tokens: int) -> list[str]:
@@ -65,25 +63,13 @@ def main() -> None:
             lambda b=body, h=headers, f=fmt: densewire.decode(b, f, h, kind="ragged").tensor.rows.to_float32())
     widened = contenders["densewire raw float16, widened to float32"]()
     error = float(np.max(np.abs(widened - rows)))
-    for fn in contenders.values():  # warm-up (imports, first allocations): not timed
-        fn()
-    times: dict[str, list[float]] = {k: [] for k in contenders}
-    for _ in range(args.rounds):
-        for name, fn in contenders.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    base = statistics.median(times["TEI JSON, json.loads + np.array"])
+    times = interleaved(contenders, args.rounds, warmup=True)
     sizes = {"TEI JSON, json.loads + np.array": len(tei), "TEI JSON, orjson.loads + np.array": len(tei),
              **{f"densewire {f}": len(b) for f, (b, _) in bodies.items()},
              **{f"densewire {f} float16, widened to float32": len(b) for f, (b, _) in half_bodies.items()}}
     print(f"{args.docs} documents x {args.tokens} tokens ({int(lengths.sum())} rows) x {ragged.d} float32, "
           f"{args.rounds} interleaved rounds; load average {os.getloadavg()}")
-    print("| decoder | bytes | bytes vs TEI JSON | best ms | median ms | median speed-up vs json.loads |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, ts in times.items():
-        print(f"| {name} | {sizes[name]} | {sizes[name] / len(tei):.3f} | {min(ts) * 1e3:.2f} | "
-              f"{statistics.median(ts) * 1e3:.2f} | {base / statistics.median(ts):.1f}x |")
+    print(decoder_table(times, sizes, "TEI JSON, json.loads + np.array", digits=2))
     print(f"float16: largest absolute error against the float32 states {error:.2e} "
           f"(largest state {float(np.max(np.abs(rows))):.2f})")
     print(json.dumps(machine_info(), indent=1))

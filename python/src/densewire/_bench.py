@@ -26,7 +26,7 @@ from ._json import decode_json, encode_json
 from ._optional import require
 from ._tensor import Embeddings, Tensor, Usage
 
-__all__ = ["BenchResult", "run_bench", "machine_info", "format_table"]
+__all__ = ["BenchResult", "run_bench", "machine_info", "format_table", "interleaved", "decoder_table"]
 
 
 @dataclass
@@ -129,6 +129,35 @@ def run_bench(n: int = 1000, d: int = 1536, dtype: str = "float32", *, min_repea
             r.ratios.update({"encode_vs_json-orjson": orj.encode_ms / r.encode_ms, "decode_vs_json-orjson": orj.decode_ms / r.decode_ms})
         r.ratios["decode_vs_pybase64-only"] = r.decode_ms / ref
     return results
+
+
+def interleaved(contenders: dict[str, Callable[[], object]], rounds: int, *,
+                warmup: bool = False) -> dict[str, list[float]]:
+    """Seconds of each contender per round, rounds interleaved (every contender once a round, in order);
+    ``warmup``: one untimed call of each first (imports, first allocations)."""
+    if warmup:
+        for fn in contenders.values():
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def decoder_table(times: dict[str, list[float]], sizes: dict[str, int], base: str, *, digits: int = 2,
+                  base_bytes: str = "TEI JSON", base_decoder: str = "json.loads") -> str:
+    """A Markdown table of decoders: bytes (and against ``base``'s, named ``base_bytes``), best and median
+    ms, and the median speed-up against ``base`` (named ``base_decoder``)."""
+    ref, ref_size = statistics.median(times[base]), sizes[base]
+    lines = [f"| decoder | bytes | bytes vs {base_bytes} | best ms | median ms | median speed-up vs {base_decoder} |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name, ts in times.items():
+        lines.append(f"| {name} | {sizes[name]} | {sizes[name] / ref_size:.3f} | {min(ts) * 1e3:.{digits}f} | "
+                     f"{statistics.median(ts) * 1e3:.{digits}f} | {ref / statistics.median(ts):.1f}x |")
+    return "\n".join(lines)
 
 
 def machine_info(packages: tuple[str, ...] = ("densewire", "numpy", "pybase64", "orjson", "pyarrow")) -> dict[str, str]:
