@@ -89,6 +89,15 @@ def pgvector_db():
         pg.stop()
 
 
+@pytest.fixture
+def conn(pgvector_db):
+    """An autocommit psycopg connection to the session's pgvector database."""
+    import psycopg
+
+    with psycopg.connect(pgvector_db.url, autocommit=True) as c:
+        yield c
+
+
 @pytest.fixture(scope="session")
 def spark_cluster():
     """A Spark standalone master and two 1-core workers (spark_support.SparkCluster), for the whole session."""

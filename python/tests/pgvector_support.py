@@ -36,3 +36,10 @@ def start_pgvector() -> PostgresProcess:
         pg.stop()
         raise
     return pg
+
+
+def recreate_table(conn, name: str, ddl: str) -> str:
+    """``name`` dropped if there and created with the column list ``ddl``; returns ``name``."""
+    conn.execute(f"DROP TABLE IF EXISTS {name}")
+    conn.execute(f"CREATE TABLE {name} ({ddl})")
+    return name

@@ -7,13 +7,13 @@ targets are errors naming the column before anything is written."""
 from __future__ import annotations
 
 import numpy as np
-import psycopg
 import pyarrow as pa
 import pytest
 
 from densewire import RaggedTensor, SparseVectors, maxsim, pgvector
 from densewire._ragged_arrow import ragged_array, sparse_array
 from densewire.batch import BatchError, PgvectorSink, PgvectorTokensSink
+from pgvector_support import recreate_table
 
 RNG = np.random.default_rng(32)
 VOCAB, D = 1000, 8
@@ -48,21 +48,9 @@ def _token_block(ids, r: RaggedTensor) -> pa.Table:
     return pa.table({"id": pa.array(np.asarray(ids, np.int64)), "tokens": ragged_array(r)})
 
 
-@pytest.fixture
-def conn(pgvector_db):
-    with psycopg.connect(pgvector_db.url, autocommit=True) as c:
-        yield c
-
-
-def _make(conn, name: str, ddl: str) -> str:
-    conn.execute(f"DROP TABLE IF EXISTS {name}")
-    conn.execute(f"CREATE TABLE {name} ({ddl})")
-    return name
-
-
 # -- sparsevec -------------------------------------------------------------------------------------------
 def test_sparse_rows_land_bit_for_bit_once_each(pgvector_db, conn) -> None:
-    table = _make(conn, "splade_docs", f"id bigint PRIMARY KEY, embedding sparsevec({VOCAB})")
+    table = recreate_table(conn, "splade_docs", f"id bigint PRIMARY KEY, embedding sparsevec({VOCAB})")
     sv = _sparse(300)
     block = _sparse_block(range(300), sv)
     with PgvectorSink(pgvector_db.url, table=table, column="embedding", id_column="id") as sink:
@@ -81,7 +69,7 @@ def test_sparse_rows_land_bit_for_bit_once_each(pgvector_db, conn) -> None:
 
 
 def test_zero_weights_are_left_out_and_a_nan_names_its_row(pgvector_db, conn) -> None:
-    table = _make(conn, "splade_zero", f"id bigint PRIMARY KEY, embedding sparsevec({VOCAB})")
+    table = recreate_table(conn, "splade_zero", f"id bigint PRIMARY KEY, embedding sparsevec({VOCAB})")
     sv = SparseVectors([3, 7, 9], np.array([0.5, 0.0, 2.0], np.float32), [0, 2, 3], VOCAB)
     with PgvectorSink(pgvector_db.url, table=table, column="embedding", id_column="id") as sink:
         assert sink.write(_sparse_block([1, 2], sv), block="z") == 2
@@ -106,7 +94,7 @@ def test_zero_weights_are_left_out_and_a_nan_names_its_row(pgvector_db, conn) ->
      "2 indices and 1 values", "shape_mismatch"),
 ])
 def test_bad_sparse_blocks_fail_before_anything_is_written(pgvector_db, conn, ddl, block, message, category) -> None:
-    table = _make(conn, "splade_bad", ddl)
+    table = recreate_table(conn, "splade_bad", ddl)
     with PgvectorSink(pgvector_db.url, table=table, column="embedding", id_column="id") as sink:
         with pytest.raises(BatchError) as info:
             sink.write(_sparse_block(range(5), _sparse(5)) if block is None else block, block="b")
@@ -115,7 +103,7 @@ def test_bad_sparse_blocks_fail_before_anything_is_written(pgvector_db, conn, dd
 
 
 def test_a_column_without_vocabulary_metadata_takes_the_targets(pgvector_db, conn) -> None:
-    table = _make(conn, "splade_meta", f"id text PRIMARY KEY, embedding sparsevec({VOCAB})")
+    table = recreate_table(conn, "splade_meta", f"id text PRIMARY KEY, embedding sparsevec({VOCAB})")
     sv = _sparse(20, seed=4)
     block = _sparse_block(range(20), sv, vocab=None).set_column(0, "id", pa.array([f"d{i}" for i in range(20)]))
     with PgvectorSink(pgvector_db.url, table=table, column="embedding", id_column="id") as sink:
@@ -126,7 +114,7 @@ def test_a_column_without_vocabulary_metadata_takes_the_targets(pgvector_db, con
 
 
 def test_no_vocabulary_anywhere_is_named(pgvector_db, conn) -> None:
-    table = _make(conn, "splade_nodims", "id bigint PRIMARY KEY, embedding sparsevec")
+    table = recreate_table(conn, "splade_nodims", "id bigint PRIMARY KEY, embedding sparsevec")
     with PgvectorSink(pgvector_db.url, table=table, column="embedding", id_column="id") as sink:
         with pytest.raises(BatchError, match="states no vocabulary size and splade_nodims.embedding is a sparsevec "
                                              "without one: declare it sparsevec"):
@@ -142,7 +130,7 @@ def _tokens_back(conn, table: str):
 
 
 def test_token_rows_land_bit_for_bit_once_each(pgvector_db, conn) -> None:
-    table = _make(conn, "doc_tokens", f"id bigint, position int, tokens vector({D}), PRIMARY KEY (id, position)")
+    table = recreate_table(conn, "doc_tokens", f"id bigint, position int, tokens vector({D}), PRIMARY KEY (id, position)")
     r = _ragged(120)
     block = _token_block(range(120), r)
     with PgvectorTokensSink(pgvector_db.url, table=table, column="tokens", id_column="id") as sink:
@@ -156,7 +144,7 @@ def test_token_rows_land_bit_for_bit_once_each(pgvector_db, conn) -> None:
 
 
 def test_text_ids_halfvec_and_a_multi_chunk_column(pgvector_db, conn) -> None:
-    table = _make(conn, "doc_tokens_h", f"id text, position smallint, tokens halfvec({D}), UNIQUE (position, id)")
+    table = recreate_table(conn, "doc_tokens_h", f"id text, position smallint, tokens halfvec({D}), UNIQUE (position, id)")
     r1, r2 = _ragged(5, seed=2), _ragged(4, seed=3)
     col = pa.chunked_array([ragged_array(r1), ragged_array(r2)])
     block = pa.table({"id": [f"doc-{i}" for i in range(9)], "tokens": col})
@@ -189,7 +177,7 @@ def test_text_ids_halfvec_and_a_multi_chunk_column(pgvector_db, conn) -> None:
 ])
 def test_bad_token_targets_and_blocks_fail_before_anything_is_written(pgvector_db, conn, ddl, block, message,
                                                                       column) -> None:
-    table = _make(conn, "tokens_bad", ddl)
+    table = recreate_table(conn, "tokens_bad", ddl)
     with PgvectorTokensSink(pgvector_db.url, table=table, column="tokens", id_column="id") as sink:
         with pytest.raises(BatchError) as info:
             sink.write(_token_block(range(6), _ragged(6)) if block is None else block, block="b")
@@ -201,7 +189,7 @@ def test_maxsim_over_the_per_token_table_is_densewire_maxsim(pgvector_db, conn) 
     """Late interaction read from the table the sink wrote: each document's sum over query tokens of the
     best inner product (pgvector's ``<#>``, negated) equals :func:`densewire.maxsim` on the same tokens,
     and the ranking of the candidates is the same."""
-    table = _make(conn, "colbert_tokens", f"id bigint, position int, tokens vector({D}), PRIMARY KEY (id, position)")
+    table = recreate_table(conn, "colbert_tokens", f"id bigint, position int, tokens vector({D}), PRIMARY KEY (id, position)")
     r = _ragged(40, seed=9)
     with PgvectorTokensSink(pgvector_db.url, table=table, column="tokens", id_column="id") as sink:
         sink.write(_token_block(range(40), r), block="c")
@@ -219,7 +207,7 @@ def test_maxsim_over_the_per_token_table_is_densewire_maxsim(pgvector_db, conn) 
 
 
 def test_a_token_block_commits_whole_or_not_at_all(pgvector_db, conn) -> None:
-    table = _make(conn, "tokens_atomic", f"id bigint, position int, tokens vector({D}), PRIMARY KEY (id, position)")
+    table = recreate_table(conn, "tokens_atomic", f"id bigint, position int, tokens vector({D}), PRIMARY KEY (id, position)")
     r = _ragged(120, seed=6)
     values = r.values.copy()
     last = int(r.offsets[-2])  # the last document's first token: past the first COPY chunk of 512 rows

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import orjson
-import psycopg
 import pyarrow as pa
 import pybase64
 import pytest
@@ -21,6 +20,7 @@ import pytest
 from densewire import pgvector
 from densewire._stores._esbulk import bulk_lines
 from densewire.batch import BatchError, EsBulkSink, PgvectorSink
+from pgvector_support import recreate_table
 
 RNG = np.random.default_rng(25)
 D = 8
@@ -37,20 +37,8 @@ def _vectors(table: pa.Table) -> np.ndarray:
     return table.column("embedding").combine_chunks().flatten().to_numpy().reshape(table.num_rows, -1)
 
 
-@pytest.fixture
-def conn(pgvector_db):
-    with psycopg.connect(pgvector_db.url, autocommit=True) as c:
-        yield c
-
-
-def _make(conn, name: str, ddl: str) -> str:
-    conn.execute(f"DROP TABLE IF EXISTS {name}")
-    conn.execute(f"CREATE TABLE {name} ({ddl})")
-    return name
-
-
 def test_a_block_is_inserted_once_however_often_it_is_written(pgvector_db, conn) -> None:
-    table = _make(conn, "docs", f"id bigint PRIMARY KEY, title text DEFAULT 'x', embedding vector({D})")
+    table = recreate_table(conn, "docs", f"id bigint PRIMARY KEY, title text DEFAULT 'x', embedding vector({D})")
     first, second = _block(range(0, 600)), _block(range(600, 1000))
     with PgvectorSink(pgvector_db.url, table=table, column="embedding", id_column="id") as sink:
         assert sink.write(first, block="t0-0") == 600
@@ -64,7 +52,7 @@ def test_a_block_is_inserted_once_however_often_it_is_written(pgvector_db, conn)
 
 
 def test_a_block_commits_whole_or_not_at_all(pgvector_db, conn) -> None:
-    table = _make(conn, "atomic", f"id bigint PRIMARY KEY, embedding vector({D})")
+    table = recreate_table(conn, "atomic", f"id bigint PRIMARY KEY, embedding vector({D})")
     block = _block(range(1200))
     values = _vectors(block).copy()
     values[900, 3] = np.nan  # after the first COPY chunks were sent
@@ -92,7 +80,7 @@ def test_a_block_commits_whole_or_not_at_all(pgvector_db, conn) -> None:
 ])
 def test_bad_targets_and_blocks_fail_before_anything_is_written(pgvector_db, conn, ddl, data, message,
                                                                 column) -> None:
-    table = _make(conn, "bad", ddl)
+    table = recreate_table(conn, "bad", ddl)
     with PgvectorSink(pgvector_db.url, table=table, column="embedding", id_column="id") as sink:
         with pytest.raises(BatchError) as info:
             sink.write(_block(range(5)) if data is None else data, block="b3")
@@ -104,7 +92,7 @@ def test_bad_targets_and_blocks_fail_before_anything_is_written(pgvector_db, con
 def test_other_column_types(pgvector_db, conn) -> None:
     """halfvec and text ids; float16 vectors (Arrow halffloat) into vector; a list<float> column (Spark's
     array<float>) as well as a fixed-size list."""
-    half = _make(conn, "half", f"id text PRIMARY KEY, embedding halfvec({D})")
+    half = recreate_table(conn, "half", f"id text PRIMARY KEY, embedding halfvec({D})")
     block = _block(range(10))
     text_ids = block.set_column(0, "id", pa.array([f"doc-{i}" for i in range(10)]))
     listed = text_ids.set_column(1, "embedding", block.column("embedding").cast(pa.list_(pa.float32())))
@@ -112,7 +100,7 @@ def test_other_column_types(pgvector_db, conn) -> None:
         assert sink.write(listed, block="l") == 10
     back = pgvector.read_vectors(conn, half, ("id", "embedding"), order_by="id")
     assert sorted(back.ids) == sorted(f"doc-{i}" for i in range(10))
-    plain = _make(conn, "plain", f"id int PRIMARY KEY, embedding vector({D})")
+    plain = recreate_table(conn, "plain", f"id int PRIMARY KEY, embedding vector({D})")
     f16 = _block(range(7), dtype=np.float16)
     with PgvectorSink(pgvector_db.url, table=plain, column="embedding", id_column="id") as sink:
         assert sink.write(f16, block="h") == 7

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import httpx
 import numpy as np
-import psycopg
 import pytest
 
 import densewire
@@ -30,12 +29,6 @@ def texts(tmp_path):
     path = tmp_path / "texts.txt"
     path.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
     return str(path)
-
-
-@pytest.fixture
-def conn(pgvector_db):
-    with psycopg.connect(pgvector_db.url, autocommit=True) as c:
-        yield c
 
 
 def test_sparse_into_sparsevec_twice(hash_fleet, pgvector_db, conn, texts) -> None:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import psycopg
 import pyarrow as pa
 import pytest
 
@@ -62,12 +61,6 @@ def minilm(minilm_server):
 def _dataset(n: int = N, rows_per_block: int = 20) -> "ray.data.Dataset":
     table = pa.table({"id": pa.array(np.arange(n)), "text": TEXTS[:n]})
     return ray.data.from_arrow([table.slice(i, rows_per_block) for i in range(0, n, rows_per_block)])
-
-
-@pytest.fixture
-def conn(pgvector_db):
-    with psycopg.connect(pgvector_db.url, autocommit=True) as c:
-        yield c
 
 
 def test_sparse_into_sparsevec_and_elasticsearch(local_ray, hash_fleet, pgvector_db, conn, es_node) -> None:

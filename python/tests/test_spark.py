@@ -107,12 +107,6 @@ def test_model_mode_and_float64_run_in_the_executors(spark, hash_fleet) -> None:
     assert np.array_equal(_vectors(got, "v"), want)
 
 
-@pytest.fixture
-def conn(pgvector_db):
-    with psycopg.connect(pgvector_db.url, autocommit=True) as c:
-        yield c
-
-
 def _make(conn, name: str, d: int = D) -> str:
     conn.execute(f"DROP TABLE IF EXISTS {name}")
     conn.execute(f"CREATE TABLE {name} (id bigint PRIMARY KEY, embedding vector({d}))")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import httpx
 import numpy as np
-import psycopg
 import pytest
 from pyspark.sql import types as T
 
@@ -33,12 +32,6 @@ def _corpus(spark, n: int = N, partitions: int = 3):
 @pytest.fixture(scope="module")
 def minilm(minilm_server):
     return minilm_server  # conftest: one MiniLM server for the session
-
-
-@pytest.fixture
-def conn(pgvector_db):
-    with psycopg.connect(pgvector_db.url, autocommit=True) as c:
-        yield c
 
 
 def test_sparse_embed_and_sparsevec_rows_once(spark, hash_fleet, pgvector_db, conn) -> None:
