@@ -29,7 +29,14 @@ from redis.exceptions import ResponseError
 
 from .logs import log
 
-__all__ = ["MemoryCache", "RedisCache", "redis_key"]
+__all__ = ["MemoryCache", "RedisCache", "redis_key", "TOKEN_STATES", "SPARSE", "SPARSE_LEFT", "MULTI_VECTOR_QUERY",
+           "MULTI_VECTOR_DOCUMENT"]
+
+#: The memory cache's ``dims`` part of the key of an output that is not a pooled vector (vectors use 0 or
+#: their dimensions), one value per kind, all here so that no two kinds share one: per-token states; a
+#: sparse vector (the entry is its indices as float32 bits, then its values), and of a text cut keeping its
+#: last tokens (truncation_direction Left); a multi-vector (ColBERT) model's vectors of a query, of a document.
+TOKEN_STATES, SPARSE, SPARSE_LEFT, MULTI_VECTOR_QUERY, MULTI_VECTOR_DOCUMENT = -1, -2, -3, -4, -5
 
 
 _ENTRY_OVERHEAD = 200  # dict slot, OrderedDict links, tuple, ndarray header

@@ -21,7 +21,7 @@ import numpy as np
 from densewire import InvalidFieldError, NotFoundError, PayloadTooLargeError, RaggedTensor, UnavailableError
 
 from .batcher import MicroBatcher
-from .cache import MemoryCache, RedisCache, redis_key
+from .cache import MULTI_VECTOR_DOCUMENT, MULTI_VECTOR_QUERY, TOKEN_STATES, MemoryCache, RedisCache, redis_key
 from .config import ServerConfig, model_threads_for
 from .limits import char_bound, clip_text, too_long
 from .logs import log
@@ -29,13 +29,7 @@ from .matryoshka import declared_matryoshka
 from .metrics import Metrics
 from .sparse import embed_sparse
 
-__all__ = ["Embedder", "reduce_dimensions", "too_long", "TOKEN_STATES", "MULTI_VECTOR_QUERY", "MULTI_VECTOR_DOCUMENT"]
-
-#: the memory cache's ``dims`` part of the key for per-token states (vectors use 0 or their dimensions)
-TOKEN_STATES = -1
-#: ... for a multi-vector (ColBERT) model's vectors of a text as a query, and as a document
-MULTI_VECTOR_QUERY = -4
-MULTI_VECTOR_DOCUMENT = -5
+__all__ = ["Embedder", "reduce_dimensions", "too_long"]
 
 
 #: Token counting of inputs up to this many characters runs on the event loop (a tokenizer does

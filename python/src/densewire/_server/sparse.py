@@ -17,19 +17,13 @@ import numpy as np
 
 from densewire import InvalidFieldError, PayloadTooLargeError, SparseVectors
 
+from .cache import SPARSE, SPARSE_LEFT
 from .limits import too_long
 
 if TYPE_CHECKING:
     from .embedder import Embedder
 
-__all__ = ["embed_sparse", "embed_sparse_ids", "no_sparse", "SPARSE", "SPARSE_LEFT", "sparse_vocab_size", "top_k"]
-
-#: the memory cache's ``dims`` part of the key for sparse vectors (vectors use 0 or their dimensions; token
-#: states -1 and a multi-vector model's queries/documents -4/-5: embedder.py); an entry is the vector's
-#: indices (as float32 bits) then its values
-SPARSE = -2
-#: the same for vectors of texts cut keeping their last tokens (truncation_direction Left)
-SPARSE_LEFT = -3
+__all__ = ["embed_sparse", "embed_sparse_ids", "no_sparse", "sparse_vocab_size", "top_k"]
 
 
 def sparse_vocab_size(service: "Embedder") -> int | None:
