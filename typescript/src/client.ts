@@ -367,6 +367,19 @@ export class DensewireClient {
     return dequantize(result, q);
   }
 
+  /** POSTs `request` as JSON to `path` on the server's root (TEI's routes, beside `/v1`), retried. */
+  async #postRoot(path: string, request: Record<string, unknown>,
+    options: Pick<EmbedOptions, "signal" | "formats" | "maxRetries">): Promise<{ response: Response; attempts: number }> {
+    const init: RequestInit = {
+      method: "POST",
+      headers: this.#requestHeaders({ "Content-Type": "application/json", Accept: acceptHeader(options.formats ?? this.formats) }),
+      body: JSON.stringify(request),
+    };
+    if (options.signal !== undefined) init.signal = options.signal;
+    const root = this.baseURL.replace(/\/v1$/, "");
+    return fetchWithRetry(this.#fetch, `${root}${path}`, init, this.#policy(options.maxRetries));
+  }
+
   /**
    * Per-token embeddings (TEI's `POST /embed_all` on the server's root, beside `/v1`): one
    * `m_i x d` matrix per text, special tokens included, as a {@link RaggedTensor} over one buffer
@@ -379,14 +392,7 @@ export class DensewireClient {
     if (texts.length === 0) throw new TypeError("embedTokens: input must hold at least one text");
     const request: Record<string, unknown> = { inputs: texts };
     if (options.truncate !== undefined) request["truncate"] = options.truncate;
-    const init: RequestInit = {
-      method: "POST",
-      headers: this.#requestHeaders({ "Content-Type": "application/json", Accept: acceptHeader(options.formats ?? this.formats) }),
-      body: JSON.stringify(request),
-    };
-    if (options.signal !== undefined) init.signal = options.signal;
-    const root = this.baseURL.replace(/\/v1$/, "");
-    const { response, attempts } = await fetchWithRetry(this.#fetch, `${root}/embed_all`, init, this.#policy(options.maxRetries));
+    const { response, attempts } = await this.#postRoot("/embed_all", request, options);
     const result = await decodeTokensResponse(response, attempts);
     if (result.shape[0] !== texts.length) {
       throw new DensewireError("shape_mismatch", `the server returned ${result.shape[0]} matrices for ${texts.length} inputs`, { field: "data" });
@@ -411,14 +417,7 @@ export class DensewireClient {
     if (options.truncationDirection !== undefined) request["truncation_direction"] = options.truncationDirection;
     if (options.promptName !== undefined) request["prompt_name"] = options.promptName;
     if (options.maxActiveDims !== undefined) request["max_active_dims"] = options.maxActiveDims;
-    const init: RequestInit = {
-      method: "POST",
-      headers: this.#requestHeaders({ "Content-Type": "application/json", Accept: acceptHeader(options.formats ?? this.formats) }),
-      body: JSON.stringify(request),
-    };
-    if (options.signal !== undefined) init.signal = options.signal;
-    const root = this.baseURL.replace(/\/v1$/, "");
-    const { response, attempts } = await fetchWithRetry(this.#fetch, `${root}/embed_sparse`, init, this.#policy(options.maxRetries));
+    const { response, attempts } = await this.#postRoot("/embed_sparse", request, options);
     const result = await decodeSparseResponse(response, attempts, options.vocabSize);
     if (result.shape[0] !== texts.length) {
       throw new DensewireError("shape_mismatch", `the server returned ${result.shape[0]} vectors for ${texts.length} inputs`, { field: "data" });
