@@ -19,13 +19,15 @@ files under the densewire cache directory, once.
 Servers (each its own process, started once; no response cache; both on every core):
   densewire       ``densewire serve`` defaults (the engine and precision ``auto`` picks for this CPU)
   densewire-fp32  ``densewire serve --engine onnx --precision fp32``: like for like with TEI
+  densewire-fp32-openvino  ``densewire serve --engine openvino --precision fp32``: fp32 vectors on
+                  OpenVINO's kernels (oneDNN) instead of ONNX Runtime's
   tei             ``text-embeddings-router`` defaults (ORT fp32, intra-op threads = cores)
 
 Loads, all ``POST /v1/embeddings`` (OpenAI's route, served by both) over keep-alive connections from the
 aiohttp load generator of bench/model/bench.py (``http_batches``), ``encoding_format: base64`` (cheap for
 the client on the same two cores; both servers encode it):
-  8x1    one-sentence requests, 8 clients in flight
-  32     requests of 32 sentences, 2 in flight
+  8x1    576 one-sentence requests, 8 clients in flight
+  32     20 requests of 32 sentences, 2 in flight
   long   requests of 4 texts of 200-250 tokens, 2 in flight
   mixed  requests of 1-32 texts of 10-250 tokens (the same sequence for every server), 4 in flight
 
@@ -78,7 +80,7 @@ _spec.loader.exec_module(serve_servers)  # bench/serve/servers.py: cpu_seconds o
 TEI_VERSION = "1.9.3"
 TEI_COMMIT = "0d124dc"
 LOADS = {"8x1": 8, "32": 2, "long": 2, "mixed": 4}  # load -> requests in flight
-SERVERS = ("densewire", "densewire-fp32", "tei")
+SERVERS = ("densewire", "densewire-fp32", "densewire-fp32-openvino", "tei")
 
 
 def ort_dylib() -> str:
@@ -146,7 +148,7 @@ def texts_for(tok: Any, seed: int = 34) -> dict[str, list[list[str]]]:
         k = rng.choice((1, 1, 4, 8, 16, 32))
         mixed.append(mixed_texts[at:at + k])
         at += k
-    return {"8x1": [[t] for t in short[:192]], "32": [short[i:i + 32] for i in range(0, 384, 32)],
+    return {"8x1": [[t] for t in short[:576]], "32": [short[i:i + 32] for i in range(0, 640, 32)],
             "long": [long[i:i + 4] for i in range(0, len(long), 4)], "mixed": mixed}
 
 
@@ -281,6 +283,7 @@ def main() -> int:
     plans: dict[str, tuple[list[str], dict[str, str], str]] = {
         "densewire": (dw, base, "minilm"),
         "densewire-fp32": (dw + ["--engine", "onnx", "--precision", "fp32"], base, "minilm"),
+        "densewire-fp32-openvino": (dw + ["--engine", "openvino", "--precision", "fp32"], base, "minilm"),
     }
     for v in args.variant:
         vname, _, vargs = v.partition("=")
