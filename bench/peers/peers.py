@@ -30,6 +30,8 @@ the client on the same two cores; both servers encode it):
   32     20 requests of 32 sentences, 2 in flight
   long   requests of 4 texts of 200-250 tokens, 2 in flight
   mixed  requests of 1-32 texts of 10-250 tokens (the same sequence for every server), 4 in flight
+  8x1-wrk  (``--loads`` adds it) 8x1's requests from wrk (C: next to no CPU a request, as a client on another
+         machine) for 3 s a round; latency percentiles are wrk's
 
 Every round runs every (load, server) pair once, servers in a rotated order. Reported per pair: sentences/s
 best and median over rounds, medians of the per-round ratios to TEI, p50/p99 latency over every request
@@ -79,7 +81,9 @@ _spec.loader.exec_module(serve_servers)  # bench/serve/servers.py: cpu_seconds o
 
 TEI_VERSION = "1.9.3"
 TEI_COMMIT = "0d124dc"
-LOADS = {"8x1": 8, "32": 2, "long": 2, "mixed": 4}  # load -> requests in flight
+LOADS = {"8x1": 8, "32": 2, "long": 2, "mixed": 4, "8x1-wrk": 8}  # load -> requests in flight
+DEFAULT_LOADS = ("8x1", "32", "long", "mixed")
+WRK_SECONDS = 3
 SERVERS = ("densewire", "densewire-fp32", "densewire-fp32-openvino", "tei")
 
 
@@ -148,7 +152,7 @@ def texts_for(tok: Any, seed: int = 34) -> dict[str, list[list[str]]]:
         k = rng.choice((1, 1, 4, 8, 16, 32))
         mixed.append(mixed_texts[at:at + k])
         at += k
-    return {"8x1": [[t] for t in short[:576]], "32": [short[i:i + 32] for i in range(0, 640, 32)],
+    return {"8x1": [[t] for t in short[:576]], "8x1-wrk": [[t] for t in short[:576]], "32": [short[i:i + 32] for i in range(0, 640, 32)],
             "long": [long[i:i + 4] for i in range(0, len(long), 4)], "mixed": mixed}
 
 
@@ -238,6 +242,29 @@ def response_bytes(url: str, model: str, texts: list[str], server: str) -> dict[
     return out
 
 
+def wrk_round(url: str, model: str, batches: list[list[str]], connections: int, latencies: list[float]) -> float:
+    """Sentences/s of one wrk run over ``batches`` (one-sentence requests, ``encoding_format: base64``);
+    wrk's p50 and p99 are appended to ``latencies`` (its distribution is not kept request by request)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        bodies = Path(tmp, "bodies.jsonl")
+        bodies.write_text("".join(json.dumps({"input": b, "model": model, "encoding_format": "base64"}) + "\n"
+                                  for b in batches))
+        script = Path(tmp, "post.lua")
+        script.write_text(model_bench.WRK_SCRIPT)
+        out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{WRK_SECONDS}s", "--latency", "-s", str(script),
+                              url, "--", str(bodies)], capture_output=True, text=True, check=True).stdout
+    if "Non-2xx" in out or "Socket errors" in out:
+        raise RuntimeError(f"{url}: wrk saw errors:\n{out}")
+    units = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+    for line in out.splitlines():
+        m = re.match(r"\s+(50|99)(?:\.000)?%\s+([0-9.]+)(us|ms|s)$", line)
+        if m:
+            latencies.append(float(m.group(2)) * units[m.group(3)])
+    return float(next(ln.split()[1] for ln in out.splitlines() if ln.startswith("Requests/sec")))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tei-bin", default=os.environ.get("TEI_BIN"),
@@ -245,7 +272,7 @@ def main() -> int:
                          "(default $TEI_BIN)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--servers", default=",".join(SERVERS))
-    ap.add_argument("--loads", default=",".join(LOADS))
+    ap.add_argument("--loads", default=",".join(DEFAULT_LOADS))
     ap.add_argument("--out", default=str(HERE / "results.json"))
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
                     help="another densewire serve contender: NAME=\"--engine onnx --blas-threads 1\" (repeatable)")
@@ -333,11 +360,16 @@ def main() -> int:
                 for n in order:
                     s = servers[n]
                     before, cpu0 = metrics(s.port), serve_servers.cpu_seconds(s.proc.pid)
-                    secs = asyncio.run(model_bench.http_batches(s.url, s.model, batches[ld], LOADS[ld], lats[n][ld],
-                                                                extra={"encoding_format": "base64"}))
-                    cpu[n][ld].append(1e3 * (serve_servers.cpu_seconds(s.proc.pid) - cpu0) / sentences_n)
+                    if ld == "8x1-wrk":
+                        rate = wrk_round(s.url, s.model, batches[ld], LOADS[ld], lats[n][ld])
+                        done = rate * WRK_SECONDS
+                    else:
+                        secs = asyncio.run(model_bench.http_batches(s.url, s.model, batches[ld], LOADS[ld],
+                                                                    lats[n][ld], extra={"encoding_format": "base64"}))
+                        rate, done = sentences_n / secs, sentences_n
+                    cpu[n][ld].append(1e3 * (serve_servers.cpu_seconds(s.proc.pid) - cpu0) / done)
                     prof[n][ld] = metric_means(before, metrics(s.port))
-                    rates[n][ld].append(sentences_n / secs)
+                    rates[n][ld].append(rate)
                     rss[n][ld].append(rss_mb(s.proc.pid))
             loadavgs.append(os.getloadavg())
             print(f"round {r + 1}/{args.rounds}: " + "; ".join(
@@ -353,9 +385,15 @@ def main() -> int:
     for n in names:
         for ld in loads:
             v, lat = rates[n][ld], sorted(lats[n][ld])
+            if ld == "8x1-wrk":  # wrk's own p50 and p99 of each round: their medians
+                p50, p99 = (1e3 * statistics.median(lats[n][ld][i::2]) for i in (0, 1))
+                requests = round(sum(v) * WRK_SECONDS)
+            else:
+                p50, p99 = (1e3 * float(np.percentile(lat, q)) for q in (50, 99))
+                requests = len(lat)
             rec = {"server": n, "load": ld, "sentences_per_s": statistics.median(v), "sentences_per_s_best": max(v),
-                   "sentences_per_s_rounds": v, "p50_ms": 1e3 * float(np.percentile(lat, 50)),
-                   "p99_ms": 1e3 * float(np.percentile(lat, 99)), "requests": len(lat), "rss_mb": max(rss[n][ld]),
+                   "sentences_per_s_rounds": v, "p50_ms": p50,
+                   "p99_ms": p99, "requests": requests, "rss_mb": max(rss[n][ld]),
                    "cpu_ms_per_sentence": statistics.median(cpu[n][ld]), "cpu_ms_per_sentence_rounds": cpu[n][ld],
                    "in_flight": LOADS[ld], "sentences_per_round": sum(len(b) for b in batches[ld]),
                    "requests_per_round": len(batches[ld]), "server_metrics_last_round": prof[n].get(ld, {})}
