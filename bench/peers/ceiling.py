@@ -102,6 +102,8 @@ def main() -> int:
     tok.enable_truncation(256)
     calls: dict[str, list[list[list[int]]]] = {}
     for ld, reqs in loads.items():
+        if ld not in CALLS:  # 8x1-wrk: 8x1's texts from another client
+            continue
         if CALLS[ld] is None:
             calls[ld] = [[e.ids for e in tok.encode_batch(r)] for r in reqs]
         else:
@@ -159,6 +161,8 @@ def main() -> int:
                 if engine == n and (server, ld) in served:
                     rec["served_by"] = server
                     rec["server_share_of_engine"] = served[(server, ld)] / rec["texts_per_s"]
+                    if ld == "8x1" and (server, "8x1-wrk") in served:
+                        rec["server_share_of_engine_wrk"] = served[(server, "8x1-wrk")] / rec["texts_per_s"]
             records.append(rec)
     common = {"machine": machine_info(("densewire", "numpy", "onnxruntime", "openvino", "tokenizers")),
               "threads": args.threads, "rounds": args.rounds, "loadavg_per_round": loadavgs,
@@ -170,6 +174,8 @@ def main() -> int:
     print("|---|---|---:|---:|---:|---:|")
     for rec in records:
         share = (f"{rec['served_by']} {100 * rec['server_share_of_engine']:.0f} %" if "served_by" in rec else "")
+        if "server_share_of_engine_wrk" in rec:
+            share += f" (wrk: {100 * rec['server_share_of_engine_wrk']:.0f} %)"
         print(f"| {rec['load']} | {rec['engine']} | {rec['texts_per_s']:.0f} ({rec['texts_per_s_best']:.0f}) | "
               f"{rec['vs_tei_graph_median']:.2f} | {rec['cpu_ms_per_text']:.2f} | {share} |")
     print(f"\nload averages per round: {[round(la[0], 1) for la in loadavgs]}")
