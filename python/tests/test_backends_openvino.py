@@ -174,3 +174,47 @@ def test_leaves_every_thread_on_the_cpus_it_had(cache: Path) -> None:
     seen = json.loads(out.stdout.splitlines()[-1])
     assert seen["calls"] >= 3
     assert not seen["pinned"], f"threads pinned to fewer CPUs than the process's {seen['before']}: {seen['pinned']}"
+
+
+FIRST_CALLS_PROBE = """
+import sys, threading
+from pathlib import Path
+import numpy as np
+from densewire._backends import OpenVinoBertBackend, default_model_path
+from densewire._backends.onnx_graph import packed_feeds
+engine = OpenVinoBertBackend(default_model_path(), cache=Path(sys.argv[1]), threads=1)
+requests = [engine._compiled.create_infer_request() for _ in range(2)]
+feeds = [packed_feeds([[101, 2000 + i, 102]], np.array([3])) for i in range(2)]
+start, stop = threading.Barrier(3), threading.Event()
+def infer(i):
+    start.wait()
+    requests[i].infer(feeds[i])
+def hold_the_gil():  # as the event loop does while the model threads start
+    start.wait()
+    while not stop.is_set():
+        pass
+threads = [threading.Thread(target=infer, args=(i,)) for i in range(2)]
+spinner = threading.Thread(target=hold_the_gil)
+for t in [*threads, spinner]:
+    t.start()
+for t in threads:
+    t.join()
+stop.set()
+spinner.join()
+print("both answered")
+"""
+
+
+def test_a_new_engines_first_calls_from_two_threads_answer(cache: Path) -> None:
+    """A server's model threads (--blas-threads 1: two of them) may make an engine's first inferences at the
+    same moment. OpenVINO's binding sets up pybind11's numpy API on its first array input, and two threads
+    doing that at once deadlocked (4 runs in 8 hung for ever before the engine made one call at start-up).
+    Each run a fresh process, where that set-up has not happened yet."""
+    for run in range(5):
+        try:
+            out = subprocess.run([sys.executable, "-c", FIRST_CALLS_PROBE, str(cache)], capture_output=True,
+                                 text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"run {run + 1}: two threads' first inferences on a new engine never returned (deadlock)")
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert out.stdout.strip().endswith("both answered")

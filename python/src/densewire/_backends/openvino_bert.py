@@ -115,6 +115,11 @@ class OpenVinoBertBackend(SentenceEncoder):
         self.runtime_precision = hint.get_type_name() if hasattr(hint, "get_type_name") else str(hint)
         self.execution_provider = f"CPU ({core.get_property('CPU', 'FULL_DEVICE_NAME')})"
         self.openvino_version = ov.__version__
+        # One inference now, in this thread. OpenVINO's Python binding sets up pybind11's numpy API on its
+        # first array input, and two threads making that first call at once (a server's model threads,
+        # --blas-threads 1) deadlocked on it for ever, each holding what the other waited for (the GIL,
+        # the set-up's once-lock): 4 runs in 8 of two threads' first infer() hung (test_backends_openvino.py).
+        self._compiled.create_infer_request().infer(packed_feeds([[0, 0]], np.array([2])))
         self._local = threading.local()
         self._init_tokenizers(name)
 
