@@ -32,6 +32,7 @@ import json
 import os
 import platform
 import random
+import re
 import shutil
 import signal
 import socket
@@ -211,20 +212,28 @@ end
 """
 
 
-def wrk_load(url: str, model: str, texts: list[str], connections: int, seconds: float) -> float:
+def wrk_load(url: str, model: str, texts: list[str], connections: int, seconds: float, *,
+             extra: dict[str, Any] | None = None, latencies: list[float] | None = None) -> float:
     """Requests/s of one-sentence requests from wrk (C, epoll: a few microseconds of CPU per request, so
-    nearly all of the two cores go to the server), ``connections`` in flight, cycling over ``texts``."""
+    nearly all of the two cores go to the server), ``connections`` in flight, cycling over ``texts``;
+    ``extra`` goes into every body (``encoding_format``); wrk's p50 and then p99, in seconds, are appended
+    to ``latencies`` (wrk keeps no per-request times)."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         bodies = Path(tmp, "bodies.jsonl")
-        bodies.write_text("".join(json.dumps({"input": [t], "model": model}) + "\n" for t in texts))
+        bodies.write_text("".join(json.dumps({"input": [t], "model": model, **(extra or {})}) + "\n" for t in texts))
         script = Path(tmp, "post.lua")
         script.write_text(WRK_SCRIPT)
-        out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "-s", str(script), url, "--",
-                              str(bodies)], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency", "-s",
+                              str(script), url, "--", str(bodies)], capture_output=True, text=True, check=True).stdout
     if "Non-2xx" in out or "Socket errors" in out:
         raise RuntimeError(f"{url}: wrk saw errors:\n{out}")
+    if latencies is not None:
+        units = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+        for q in ("50", "99"):
+            m = next(m for ln in out.splitlines() if (m := re.match(rf"\s+{q}(?:\.000)?%\s+([0-9.]+)(us|ms|s)$", ln)))
+            latencies.append(float(m.group(1)) * units[m.group(2)])
     return float(next(ln.split()[1] for ln in out.splitlines() if ln.startswith("Requests/sec")))
 
 

@@ -48,7 +48,6 @@ peers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(peers)
 
 CALLS = {"8x1": 8, "32": 64, "long": 8, "mixed": None}  # texts a call; None: the load's requests as sent
-ENGINE_OF_SERVER = {"tei": "tei-graph", "densewire-fp32": "onnx-fp32", "densewire-fp32-openvino": "openvino-fp32"}
 
 
 def tei_graph(folder: Path, threads: int) -> Callable[[list[list[int]]], np.ndarray]:
@@ -95,11 +94,12 @@ def main() -> int:
     from densewire._bench import machine_info
 
     folder = default_model_path()
+    onnx_fp32 = OnnxBertBackend(folder, threads=args.threads)
     tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tok.no_truncation()
     tok.no_padding()
     loads = peers.texts_for(tok)
-    tok.enable_truncation(256)
+    tok.enable_truncation(onnx_fp32.max_tokens)  # as the servers cut (TEI's call gets the same ids)
     calls: dict[str, list[list[list[int]]]] = {}
     for ld, reqs in loads.items():
         if ld not in CALLS:  # 8x1-wrk: 8x1's texts from another client
@@ -112,12 +112,14 @@ def main() -> int:
 
     engines: dict[str, Callable[[list[list[int]]], np.ndarray]] = {
         "tei-graph": tei_graph(peers.tei_folder(folder), args.threads),
-        "onnx-fp32": OnnxBertBackend(folder, threads=args.threads).embed_encoded,
+        "onnx-fp32": onnx_fp32.embed_encoded,
         "openvino-fp32": OpenVinoBertBackend(folder, precision="fp32", threads=args.threads).embed_encoded,
     }
+    # the engine behind each peers.py server
+    engine_of_server = {"tei": "tei-graph", "densewire-fp32": "onnx-fp32", "densewire-fp32-openvino": "openvino-fp32"}
     if native_precision(cpu_flags()) == "bf16":
         engines["openvino-bf16"] = OpenVinoBertBackend(folder, precision="bf16", threads=args.threads).embed_encoded
-        ENGINE_OF_SERVER["densewire"] = "openvino-bf16"
+        engine_of_server["densewire"] = "openvino-bf16"
     sample = calls["mixed"][0] + calls["long"][0]
     ref = engines["onnx-fp32"](sample)
     agree = {n: float(np.abs(e(sample) - ref).max()) for n, e in engines.items()}
@@ -157,7 +159,7 @@ def main() -> int:
                 "texts_per_s_rounds": v, "cpu_ms_per_text": statistics.median(cpu[n][ld]),
                 "vs_tei_graph_median": statistics.median(a / b for a, b in zip(v, rates["tei-graph"][ld])),
                 "texts_per_call": CALLS[ld], "max_abs_diff_vs_onnx_fp32": agree[n]}
-            for server, engine in ENGINE_OF_SERVER.items():
+            for server, engine in engine_of_server.items():
                 if engine == n and (server, ld) in served:
                     rec["served_by"] = server
                     rec["server_share_of_engine"] = served[(server, ld)] / rec["texts_per_s"]

@@ -152,7 +152,8 @@ def texts_for(tok: Any, seed: int = 34) -> dict[str, list[list[str]]]:
         k = rng.choice((1, 1, 4, 8, 16, 32))
         mixed.append(mixed_texts[at:at + k])
         at += k
-    return {"8x1": [[t] for t in short[:576]], "8x1-wrk": [[t] for t in short[:576]], "32": [short[i:i + 32] for i in range(0, 640, 32)],
+    one_each = [[t] for t in short[:576]]
+    return {"8x1": one_each, "8x1-wrk": one_each, "32": [short[i:i + 32] for i in range(0, 640, 32)],
             "long": [long[i:i + 4] for i in range(0, len(long), 4)], "mixed": mixed}
 
 
@@ -240,29 +241,6 @@ def response_bytes(url: str, model: str, texts: list[str], server: str) -> dict[
             r.raise_for_status()
             out[name] = 40 * len(r.content)
     return out
-
-
-def wrk_round(url: str, model: str, batches: list[list[str]], connections: int, latencies: list[float]) -> float:
-    """Sentences/s of one wrk run over ``batches`` (one-sentence requests, ``encoding_format: base64``);
-    wrk's p50 and p99 are appended to ``latencies`` (its distribution is not kept request by request)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        bodies = Path(tmp, "bodies.jsonl")
-        bodies.write_text("".join(json.dumps({"input": b, "model": model, "encoding_format": "base64"}) + "\n"
-                                  for b in batches))
-        script = Path(tmp, "post.lua")
-        script.write_text(model_bench.WRK_SCRIPT)
-        out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{WRK_SECONDS}s", "--latency", "-s", str(script),
-                              url, "--", str(bodies)], capture_output=True, text=True, check=True).stdout
-    if "Non-2xx" in out or "Socket errors" in out:
-        raise RuntimeError(f"{url}: wrk saw errors:\n{out}")
-    units = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
-    for line in out.splitlines():
-        m = re.match(r"\s+(50|99)(?:\.000)?%\s+([0-9.]+)(us|ms|s)$", line)
-        if m:
-            latencies.append(float(m.group(2)) * units[m.group(3)])
-    return float(next(ln.split()[1] for ln in out.splitlines() if ln.startswith("Requests/sec")))
 
 
 def main() -> int:
@@ -360,8 +338,10 @@ def main() -> int:
                 for n in order:
                     s = servers[n]
                     before, cpu0 = metrics(s.port), serve_servers.cpu_seconds(s.proc.pid)
-                    if ld == "8x1-wrk":
-                        rate = wrk_round(s.url, s.model, batches[ld], LOADS[ld], lats[n][ld])
+                    if ld == "8x1-wrk":  # wrk's p50 and p99 of the round go into lats
+                        rate = model_bench.wrk_load(s.url, s.model, [t for b in batches[ld] for t in b], LOADS[ld],
+                                                    WRK_SECONDS, extra={"encoding_format": "base64"},
+                                                    latencies=lats[n][ld])
                         done = rate * WRK_SECONDS
                     else:
                         secs = asyncio.run(model_bench.http_batches(s.url, s.model, batches[ld], LOADS[ld],
